@@ -1,0 +1,172 @@
+/* Findings, safe clean-up actions and the audit log (SPEC 2 doctor/clean, SPEC 6).
+ *
+ * Findings are a pure function of one observation (live or a snapshot): the same input
+ * always yields the same findings. Each names what is wrong, the evidence, the remedy in
+ * words and the action `clean` would take. Actions are planned against safety rules and
+ * performed only on request, each signal through a pidfd after re-checking the process
+ * start time; every action performed is appended to the audit log. */
+#ifndef HBM_DOCTOR_H
+#define HBM_DOCTOR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hbm/err.h"
+#include "hbm/obs.h"
+
+typedef enum hbm_severity {
+    HBM_SEV_INFO = 0,
+    HBM_SEV_WARNING,
+    HBM_SEV_CRITICAL,
+} hbm_severity;
+
+typedef enum hbm_action_kind {
+    HBM_ACT_NONE = 0,
+    HBM_ACT_KILL,       /* SIGTERM, grace, SIGKILL: pid + start time */
+    HBM_ACT_SYSV_RMID,  /* shmctl(IPC_RMID): shmid + key */
+    HBM_ACT_SHM_UNLINK, /* unlink a /dev/shm object: path */
+} hbm_action_kind;
+
+typedef struct hbm_action {
+    hbm_action_kind kind;
+    int pid;            /* KILL */
+    uint64_t starttime; /* KILL: identity observed, checked again before each signal */
+    int shmid;          /* SYSV_RMID */
+    int64_t key;        /* SYSV_RMID */
+    char path[256];     /* SHM_UNLINK */
+    char text[200];     /* what it does, in words */
+} hbm_action;
+
+typedef struct hbm_finding {
+    char id[40];          /* stable id, e.g. "orphan-holder" (docs/doctor.md) */
+    hbm_severity severity;
+    int64_t device;       /* user id of the device concerned, HBM_UNKNOWN for host findings */
+    char summary[240];
+    json_t *evidence;     /* owned object: pids, sizes, paths, numbers */
+    char remedy[600];
+    hbm_action action;    /* what clean does; kind NONE when it does nothing */
+} hbm_finding;
+
+typedef struct hbm_findings {
+    hbm_finding *items;   /* owned; sorted by severity (critical first), then id, device */
+    size_t n;
+    size_t cap;
+} hbm_findings;
+
+typedef struct hbm_doctor_opts {
+    double devshm_full_ratio; /* /dev/shm use that counts as nearly full; 0 = 0.90 */
+    double now;               /* unix seconds for ages; 0 = obs->captured_at */
+} hbm_doctor_opts;
+
+/* Derives every finding of obs into out (initialised by the call). Never fails. */
+void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_findings *out);
+void hbm_findings_free(hbm_findings *f);
+
+const char *hbm_severity_name(hbm_severity s);
+const char *hbm_action_kind_name(hbm_action_kind k);
+
+/* {"findings": [{"id","severity","summary","evidence","remedy","action","device"}]}. */
+json_t *hbm_findings_to_json(const hbm_findings *f);
+/* One line: "3 problems: 1 critical (orphan-holder), 2 warnings (...)" or "no problems". */
+void hbm_findings_verdict(const hbm_findings *f, char *buf, size_t n);
+/* Findings of severity warning or worse. */
+size_t hbm_findings_problems(const hbm_findings *f);
+
+/* The vendor's reset command for a device ("npu-smi set -t reset -i 6 -c 0",
+ * "nvidia-smi --gpu-reset -i 0"); hbmctl prints it and never runs it. */
+void hbm_doctor_reset_command(const hbm_device *dev, char *buf, size_t n);
+
+/* ---- signals that never hit a recycled pid --------------------------------------------- */
+
+typedef enum hbm_kill_outcome {
+    HBM_KILL_SENT = 0,   /* delivered to the process observed */
+    HBM_KILL_GONE,       /* no such process any more: nothing sent */
+    HBM_KILL_MISMATCH,   /* the pid now belongs to another process (start time differs) */
+} hbm_kill_outcome;
+
+/* Sends sig to pid only if it is still the process that started at starttime: pidfd_open,
+ * compare the start time in /proc/PID/stat, pidfd_send_signal. Where pidfd is missing
+ * (ENOSYS, Linux < 5.3) it re-checks right before kill() and sets *raced (when non-NULL)
+ * because a tiny window remains. Returns 0 with *outcome filled, -1 on error (EPERM...). */
+int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
+                            bool *raced, hbm_err *err);
+
+/* Waits up to timeout_s for that process to exit (a zombie counts as exited: it holds no
+ * memory or files). Returns 1 exited (or gone/recycled), 0 still there at the timeout. */
+int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s);
+
+/* Reads a live process's start time (field 22 of /proc/PID/stat); -1 when it is gone. */
+int hbm_doctor_proc_starttime(int pid, uint64_t *starttime, char *state);
+
+/* True when pid is this process or one of its ancestors (walked live through /proc). */
+bool hbm_doctor_is_self_or_ancestor(int pid);
+
+/* Ends every held lease named name (hbm/lease.h) by sending SIGTERM to its holder through
+ * the start-time-checked path, then waits up to timeout_s for the locks to drop. *ended
+ * counts the holders signalled. Returns 0 when all dropped, 1 when no lease of that name
+ * is held, -1 on error (err says which holder did not let go). */
+int hbm_doctor_end_lease(const char *lease_dir, const char *name, double timeout_s,
+                         size_t *ended, hbm_err *err);
+
+/* ---- clean ------------------------------------------------------------------------------ */
+
+typedef struct hbm_clean_opts {
+    double grace_s;          /* SIGTERM -> SIGKILL; default 10 */
+    const int *named_pids;   /* --pid: processes the user names (also in running containers) */
+    size_t nnamed;
+    const char *audit_path;  /* NULL = hbm_audit_path(NULL) */
+    const char *command;     /* recorded in the audit log, e.g. "hbmctl clean --apply" */
+} hbm_clean_opts;
+
+typedef struct hbm_clean_step {
+    hbm_action action;
+    char finding_id[40];
+    int64_t device;
+    bool allowed;            /* false: a safety rule keeps it (why says which) */
+    char why[240];
+    bool done;               /* performed (apply) */
+    bool failed;
+    char result[300];        /* what happened */
+} hbm_clean_step;
+
+typedef struct hbm_clean_plan {
+    hbm_clean_step *steps;   /* owned */
+    size_t n;
+    size_t cap;
+} hbm_clean_plan;
+
+/* Builds the plan from the findings' actions plus one kill per named pid that holds a
+ * device in obs; applies the safety rules (never PID 1, never hbmctl or its ancestors,
+ * never a process in a running container unless named). Pure apart from the ancestor walk. */
+void hbm_clean_plan_make(const hbm_obs *obs, const hbm_findings *f, const hbm_clean_opts *opts,
+                         hbm_clean_plan *plan);
+void hbm_clean_plan_free(hbm_clean_plan *plan);
+
+/* Performs every allowed step, re-checking each object right before acting (start time;
+ * SysV nattch, creator and last user; /dev/shm holders), appending one audit record per
+ * step. Returns the number of steps that failed or were kept at the last check, or -1
+ * when the audit log cannot be written (then nothing is done). */
+int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *opts, hbm_err *err);
+
+/* Live re-checks used by apply (exposed for the supervisor and for tests). */
+/* 1 when the SysV segment is stale now (exists, nattch 0, creator and last user dead). */
+int hbm_doctor_sysv_stale_now(int shmid, int64_t key, char *why, size_t n);
+/* 1 when no live process maps or holds the file open now (scans /proc). */
+int hbm_doctor_shm_unheld_now(const char *path, char *why, size_t n);
+
+/* ---- audit log -------------------------------------------------------------------------- */
+
+#define HBM_AUDIT_DEFAULT_PATH "/var/log/hbmctl/audit.jsonl"
+
+/* override when non-empty, else $HBMCTL_AUDIT_LOG, else the default. Borrowed string. */
+const char *hbm_audit_path(const char *override);
+
+/* Appends one JSON line: the record's fields plus "time" (RFC 3339 UTC), "unix_time",
+ * "host", "uid", "hbmctl_pid". Creates the directory (0750) and file (0640) when needed.
+ * The record is borrowed. */
+int hbm_audit_append(const char *path, json_t *record, hbm_err *err);
+
+#endif

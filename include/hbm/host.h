@@ -1,0 +1,137 @@
+/* Host facts read from /proc and /sys (SPEC 3): processes holding accelerator device files,
+ * their identity (start time, state, cgroup, container), SysV and POSIX shared memory,
+ * hugepages, transparent hugepages, /dev/shm usage and TCP listeners.
+ *
+ * Every path is read relative to a root prefix ("" for the live host) so tests can point
+ * the scanner at fixture trees. A process that vanishes mid-scan is a normal outcome.
+ * Ownership: an hbm_host owns every array and string reachable from it. */
+#ifndef HBM_HOST_H
+#define HBM_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hbm/err.h"
+
+typedef struct hbm_hproc {
+    int pid;
+    int ppid;
+    char state;          /* R S D Z T I ... from /proc/PID/stat field 3 */
+    uint64_t starttime;  /* field 22, clock ticks after boot: with pid, a process identity */
+    int uid;
+    char comm[32];
+    char *cmdline;       /* owned; arguments joined by single spaces; "" for kernel threads */
+    char *cgroup;        /* owned; the cgroup v2 path ("0::/...") or the first v1 line */
+    char container_id[72]; /* 64-hex id when the cgroup names one, else "" */
+    char runtime[16];    /* docker, containerd, cri-o, kubepods, podman, or "" */
+    int nspid[8];        /* NSpid: pid in each nested namespace, outermost first */
+    int nnspid;
+    char wchan[64];      /* where a D-state process sleeps, when readable */
+    char **dev_paths;    /* owned; device files it holds open (matched by the patterns) */
+    size_t ndev_paths;
+    char *visible_devices; /* owned; ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES
+                              value from /proc/PID/environ when readable, else NULL */
+    char pod_uid[40];    /* Kubernetes pod uid when the cgroup names one, else "" */
+    bool cgroup_gone;    /* its cgroup was removed (" (deleted)" or the directory is gone):
+                            the container it ran in no longer exists */
+} hbm_hproc;
+
+typedef struct hbm_sysv_seg {
+    int64_t key;
+    int shmid;
+    int perms;
+    uint64_t size;
+    int cpid;
+    int lpid;
+    uint64_t nattch;
+    int uid;
+    int cuid;
+    int64_t atime, dtime, ctime; /* unix seconds, 0 = never */
+    bool cpid_alive;             /* filled by the scan: creator still exists */
+    bool lpid_alive;             /* last attach/detach pid still exists */
+} hbm_sysv_seg;
+
+typedef struct hbm_posix_shm {
+    char *path;     /* owned; e.g. /dev/shm/hcclShareMem0 */
+    uint64_t size;
+    int uid;
+    int64_t mtime;
+    int *holders;   /* owned; pids that map it (maps) or hold it open (fd) */
+    size_t nholders;
+} hbm_posix_shm;
+
+typedef struct hbm_hugepages {
+    int node;                 /* NUMA node, -1 for the system-wide pool of /proc/meminfo */
+    uint64_t page_size_bytes;
+    int64_t total, free, rsvd, surp; /* pages; HBM_UNKNOWN where not reported */
+} hbm_hugepages;
+
+typedef struct hbm_listener {
+    char addr[64]; /* "127.0.0.1", "::", ... */
+    int port;
+    uint64_t inode;
+    int pid;       /* owning pid, -1 when not found (other namespace, no permission) */
+} hbm_listener;
+
+typedef struct hbm_host {
+    bool sees_host_pids;      /* hbmctl shares the host's PID namespace */
+    char sees_host_pids_why[200];
+    long clk_tck;             /* for turning starttime into seconds */
+    double boot_time;         /* unix seconds of boot (btime), 0 unknown */
+
+    hbm_hproc *procs;         /* processes of interest: device holders, pids asked for,
+                                 inference servers, listeners' and shm holders' owners */
+    size_t nprocs;
+    hbm_sysv_seg *sysv;
+    size_t nsysv;
+    hbm_posix_shm *posix;
+    size_t nposix;
+    hbm_hugepages *huge;      /* system pool first, then one per node and page size */
+    size_t nhuge;
+    char thp[16];             /* always / madvise / never, "" unknown */
+    char thp_defrag[32];
+    int64_t devshm_total_bytes; /* statvfs of /dev/shm; HBM_UNKNOWN when not mounted */
+    int64_t devshm_used_bytes;
+    hbm_listener *listeners;
+    size_t nlisteners;
+} hbm_host;
+
+typedef struct hbm_host_opts {
+    const char *root;            /* prefix for /proc, /sys, /dev; NULL or "" = live host */
+    const char *const *dev_patterns; /* NULL-terminated fnmatch patterns on the fd link
+                                        target; NULL = hbm_host_patterns_from_env(), else
+                                        the defaults */
+    const int *want_pids;        /* extra pids to record (e.g. driver-listed); may be NULL */
+    size_t nwant_pids;
+} hbm_host_opts;
+
+/* Default device-file patterns (SPEC 3), NULL-terminated. */
+extern const char *const hbm_host_default_dev_patterns[];
+
+/* The root prefix from the environment (HBMCTL_ROOT), or "" for the live host. */
+const char *hbm_host_env_root(void);
+
+int hbm_host_scan(hbm_host *host, const hbm_host_opts *opts, hbm_err *err);
+void hbm_host_free(hbm_host *host);
+
+/* Reads one process's facts; returns -1 (ESRCH in err text) when it does not exist. */
+int hbm_host_read_proc(const char *root, int pid, hbm_hproc *out, hbm_err *err);
+void hbm_hproc_free(hbm_hproc *p);
+
+const hbm_hproc *hbm_host_find(const hbm_host *host, int pid);
+
+/* True when a process with this pid and start time exists right now (identity check
+ * before any signal: a recycled pid has another start time). */
+bool hbm_host_pid_matches(const char *root, int pid, uint64_t starttime);
+
+/* Device-file patterns from HBMCTL_DEVICE_PATTERNS (colon-separated fnmatch patterns), or
+ * NULL when unset or empty. The array is built once and lives until exit. */
+const char *const *hbm_host_patterns_from_env(void);
+
+/* The cgroup2 mount point from <root>/proc/self/mountinfo, root prefix included (hybrid
+ * hosts mount it at /sys/fs/cgroup/unified). -1 with a message when there is none. */
+int hbm_host_cgroup2_mount(const char *root, char *buf, size_t n, hbm_err *err);
+
+#endif

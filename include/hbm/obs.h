@@ -1,0 +1,151 @@
+/* The observation model: everything hbmctl knows about one host at one moment.
+ * A backend fills the devices, the host scanner fills the host facts, the verdict pass
+ * derives a verdict per device. A snapshot is this struct written as JSON.
+ *
+ * Units: bytes for every memory figure, seconds for time, 0..1 for ratios. An unknown
+ * integer is HBM_UNKNOWN (-1), an unknown float is NAN: never 0.
+ * Ownership: an hbm_obs owns every array and string reachable from it; hbm_obs_free
+ * releases them all. */
+#ifndef HBM_OBS_H
+#define HBM_OBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/host.h"
+#include "hbm/util.h"
+
+typedef enum hbm_vendor {
+    HBM_VENDOR_UNKNOWN = 0,
+    HBM_VENDOR_ASCEND,
+    HBM_VENDOR_NVIDIA,
+} hbm_vendor;
+
+/* Precedence order (SPEC 10): a higher value wins when several apply. */
+typedef enum hbm_verdict {
+    HBM_VERDICT_NONE = 0, /* not yet judged */
+    HBM_VERDICT_FREE,
+    HBM_VERDICT_UNACCOUNTED,
+    HBM_VERDICT_BUSY,
+    HBM_VERDICT_ORPHANED,
+    HBM_VERDICT_UNHEALTHY,
+} hbm_verdict;
+
+/* What the host says about a pid a driver listed (filled by the driver/host join). */
+typedef enum hbm_pid_state {
+    HBM_PID_UNCHECKED = 0, /* no host facts in this observation (e.g. npu-smi paste) */
+    HBM_PID_LIVE,          /* exists, running or sleeping, owner alive */
+    HBM_PID_GONE,          /* not in /proc while hbmctl sees host pids */
+    HBM_PID_UNSEEN,        /* not in /proc, but hbmctl does not see host pids */
+    HBM_PID_ZOMBIE,        /* state Z: exited, not reaped */
+    HBM_PID_STUCK,         /* state D: uninterruptible, typically in the driver */
+    HBM_PID_ABANDONED,     /* alive, but its container is gone / parent chain ends at init */
+} hbm_pid_state;
+
+/* Link between two devices, best (fastest) first. */
+typedef enum hbm_link {
+    HBM_LINK_UNKNOWN = 0,
+    HBM_LINK_SELF,
+    HBM_LINK_NVLINK, /* NVLink / NVSwitch */
+    HBM_LINK_HCCS,   /* Ascend HCCS (and SIO / UB between dies) */
+    HBM_LINK_PIX,    /* same PCIe switch */
+    HBM_LINK_PXB,    /* several PCIe switches */
+    HBM_LINK_PHB,    /* through the host bridge */
+    HBM_LINK_NODE,   /* across host bridges inside one NUMA node */
+    HBM_LINK_SYS,    /* across NUMA nodes */
+} hbm_link;
+
+typedef struct hbm_dproc {
+    int64_t pid;              /* as the driver reports it: a host pid */
+    char name[64];            /* "" when the tool printed none (container view) */
+    int64_t memory_bytes;     /* device memory this process holds on this chip */
+    char container[80];       /* container id when known, else "" */
+    int64_t pid_in_container; /* npu-smi 26.x column; HBM_UNKNOWN otherwise */
+    hbm_pid_state state;      /* filled by the join */
+    char state_why[200];      /* evidence behind state, for the reason text */
+} hbm_dproc;
+
+typedef struct hbm_device {
+    hbm_vendor vendor;
+    int64_t index;    /* vendor's device number as printed: NPU (card) id or GPU index */
+    int64_t chip;     /* chip within its card (Ascend), 0 on NVIDIA */
+    int64_t logic_id; /* Ascend logic id (what ASCEND_RT_VISIBLE_DEVICES takes) */
+    int64_t phy_id;   /* Ascend physical id */
+    char name[64];
+    char bus_id[32];
+    char uuid[80];
+    char health[32]; /* vendor word: OK, Warning, Alarm, Critical, ... ; "" unknown */
+    bool healthy;    /* false only when health says so */
+    double power_watts;
+    double temperature_celsius;
+    double utilization_ratio; /* AICore on Ascend, SM on NVIDIA */
+    int64_t memory_used_bytes;
+    int64_t memory_total_bytes;
+    int64_t memory_reserved_bytes; /* NVML v2 memory call only */
+    int64_t hugepages_used;        /* pages, as npu-smi counts them (device memory) */
+    int64_t hugepages_total;
+    int64_t ddr_used_bytes; /* first-generation 910: the DDR column beside HBM */
+    int64_t ddr_total_bytes;
+    char mig[32]; /* NVIDIA MIG mode text when present ("enabled"), "" otherwise */
+
+    hbm_dproc *procs;
+    size_t nprocs;
+    bool procs_known;     /* false when the source had no process table for it */
+    bool procs_truncated; /* npu-smi prints at most 8 per chip: a full list may be cut */
+
+    hbm_verdict verdict;
+    char reason[400];
+} hbm_device;
+
+typedef struct hbm_obs {
+    char schema[32];   /* "hbmctl.snapshot/1" */
+    char backend[32];  /* nvml, dcmi, npu-smi, snapshot */
+    char source[256];  /* file the text or snapshot came from, "" when live */
+    char hostname[128];
+    char tool_version[32];
+    char driver_version[64];
+    double captured_at; /* unix seconds */
+
+    hbm_device *devs;
+    size_t ndevs;
+    size_t cap_devs;
+
+    /* Link kind between devs[i] and devs[j] at topo[i * ndevs + j]; NULL when unknown. */
+    hbm_link *topo;
+
+    bool partial;          /* the source was a fragment: read as far as it went */
+    char partial_why[256];
+
+    bool has_host; /* host facts present (live scan or snapshot with host) */
+    hbm_host host;
+} hbm_obs;
+
+void hbm_obs_init(hbm_obs *obs);
+void hbm_obs_free(hbm_obs *obs);
+
+/* Appends a zeroed device with every fact unknown; the pointer is valid until the next add. */
+hbm_device *hbm_obs_add_device(hbm_obs *obs, hbm_vendor vendor);
+hbm_dproc *hbm_device_add_proc(hbm_device *dev);
+
+/* Sets the topology matrix (copies it); n must equal obs->ndevs. */
+void hbm_obs_set_topo(hbm_obs *obs, const hbm_link *links, size_t n);
+hbm_link hbm_obs_link(const hbm_obs *obs, size_t i, size_t j);
+
+/* Finds a device by the id a user gives: logic id on Ascend when known, index otherwise. */
+hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id);
+/* The id a user and the visible-device variable use for this device (SPEC 9). */
+int64_t hbm_device_user_id(const hbm_device *dev);
+
+const char *hbm_vendor_name(hbm_vendor v);
+const char *hbm_verdict_name(hbm_verdict v);
+const char *hbm_link_name(hbm_link l);
+hbm_link hbm_link_parse(const char *word);
+const char *hbm_pid_state_name(hbm_pid_state s);
+/* The visible-device variable of a vendor: ASCEND_RT_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES. */
+const char *hbm_vendor_visible_env(hbm_vendor v);
+
+/* Memory not held by any listed process: used - sum(process memory), HBM_UNKNOWN if unknown. */
+int64_t hbm_device_unaccounted_bytes(const hbm_device *dev);
+
+#endif

@@ -1,0 +1,246 @@
+/* The preflight planner (SPEC 4): predicts what vLLM's V1 engine (and vllm-ascend) does with
+ * device memory at start-up, from a model directory, a device and the serving flags alone,
+ * and says in vLLM's own words whether it starts, and what to change when it does not.
+ *
+ * Units: bytes, 0..1 ratios; an unknown integer is HBM_UNKNOWN, an unknown ratio NAN.
+ * Every *_bytes figure of a result is per device rank; tokens, blocks and concurrency are
+ * for the engine, as vLLM prints them. */
+#ifndef HBM_PLAN_H
+#define HBM_PLAN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/err.h"
+#include "hbm/util.h"
+
+typedef enum hbm_plan_platform {
+    HBM_PLAN_PLATFORM_UNKNOWN = 0,
+    HBM_PLAN_PLATFORM_CUDA,   /* vLLM on NVIDIA GPUs */
+    HBM_PLAN_PLATFORM_ASCEND, /* vllm-ascend on Huawei NPUs */
+} hbm_plan_platform;
+
+/* ---- devices ------------------------------------------------------------------------- */
+
+/* One row of the device table: the memory the framework itself reports as total
+ * (torch.cuda / torch.npu mem_get_info), which is below the marketing size. */
+typedef struct hbm_plan_device {
+    const char *name;     /* "910B4", "H100-80G", ... (static) */
+    const char *aliases;  /* comma-separated other spellings, matched case-insensitively */
+    hbm_plan_platform platform;
+    int64_t total_bytes;  /* what vLLM's MemorySnapshot sees as total */
+    bool large_class;     /* vLLM's batch defaults of >= 70 GiB non-A100 devices apply */
+    const char *source;   /* where total_bytes comes from (static) */
+} hbm_plan_device;
+
+/* The whole table, in documentation order. */
+const hbm_plan_device *hbm_plan_devices(size_t *n);
+/* By name or alias, case-insensitive, ignoring '-', '_' and spaces; NULL when unknown. */
+const hbm_plan_device *hbm_plan_device_find(const char *name);
+
+/* ---- model reading ------------------------------------------------------------------- */
+
+/* How a layer keeps its cache. */
+typedef enum hbm_plan_layer_kind {
+    HBM_PLAN_LAYER_FULL = 0, /* full attention: KV grows with the context */
+    HBM_PLAN_LAYER_SLIDING,  /* sliding window: at most window + batch tokens */
+    HBM_PLAN_LAYER_LINEAR,   /* linear attention / Mamba / GDN: constant state per request */
+    HBM_PLAN_LAYER_SHARED,   /* reuses another layer's KV: no cache of its own */
+} hbm_plan_layer_kind;
+
+/* Architecture facts read from config.json (text_config when nested), plus the weight
+ * bytes measured from safetensors headers. Ownership: owns layer_kinds. */
+typedef struct hbm_plan_model {
+    char path[1024];        /* the config.json read */
+    char architecture[96];  /* architectures[0], "" when absent */
+    char model_type[64];
+    int64_t hidden_size;
+    int64_t intermediate_size;     /* dense MLP */
+    int64_t num_layers;
+    int64_t num_heads;
+    int64_t num_kv_heads;
+    int64_t head_dim;              /* as vLLM computes it (MLA: kv_lora_rank + rope dim) */
+    int64_t v_head_dim;            /* when V differs from K (0 = same as head_dim) */
+    int64_t vocab_size;
+    int64_t max_position_embeddings;
+    bool tie_word_embeddings;
+    int dtype_bytes;               /* torch_dtype / dtype: 2 bf16/fp16, 4 fp32 */
+    char dtype[16];
+    /* MoE */
+    int64_t num_experts;
+    int64_t experts_per_token;
+    int64_t moe_intermediate_size;
+    int64_t shared_expert_intermediate_size;
+    int64_t num_shared_experts;
+    int64_t first_dense_layers;    /* DeepSeek first_k_dense_replace */
+    /* MLA */
+    bool mla;
+    int64_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, q_lora_rank;
+    /* sliding window / hybrid */
+    int64_t sliding_window;        /* tokens, HBM_UNKNOWN when none */
+    hbm_plan_layer_kind *layer_kinds; /* owned, num_layers entries */
+    int64_t linear_state_bytes;    /* per linear layer per request, per TP=1 (see plan.c) */
+    int64_t linear_num_k_heads, linear_num_v_heads, linear_k_head_dim, linear_v_head_dim,
+        linear_conv_kernel;
+    /* quantisation named by the config (quantization_config.quant_method), "" none */
+    char quant_method[32];
+    /* weights */
+    int64_t weights_bytes;         /* checkpoint tensor bytes, HBM_UNKNOWN when none read */
+    int64_t weights_tensors;
+    int64_t embed_bytes;           /* embedding + lm_head bytes (vocab-parallel) */
+    int weights_files;
+    bool weights_estimated;        /* true: from the architecture, no safetensors found */
+    int64_t params_estimated;      /* parameter count from the architecture */
+} hbm_plan_model;
+
+void hbm_plan_model_init(hbm_plan_model *m);
+void hbm_plan_model_free(hbm_plan_model *m);
+
+/* Reads a model directory (config.json + *.safetensors / model.safetensors.index.json) or a
+ * config.json file. Weights are measured from the safetensors headers only; without any,
+ * they are estimated from the architecture and weights_estimated is set. */
+int hbm_plan_model_load(const char *path, hbm_plan_model *m, hbm_err *err);
+
+/* Architecture facts from config.json text (name is used in messages). */
+int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
+                                hbm_plan_model *m, hbm_err *err);
+
+/* One safetensors header summed up. */
+typedef struct hbm_plan_st_sum {
+    int64_t tensor_bytes;  /* sum of data_offsets spans (exact on-disk tensor bytes) */
+    int64_t tensors;
+    int64_t embed_bytes;   /* tensors named like embeddings / lm_head */
+    int64_t header_len;    /* the 8-byte little-endian length */
+} hbm_plan_st_sum;
+
+/* Parses a safetensors prefix: buf holds the first len bytes of a file of file_size bytes
+ * (len may be the whole file). Checks the header length against the file and a sanity
+ * bound, the JSON, every dtype x shape against its data_offsets. name is for messages. */
+int hbm_plan_safetensors_parse(const uint8_t *buf, size_t len, uint64_t file_size,
+                               const char *name, hbm_plan_st_sum *sum, hbm_err *err);
+/* Reads only the header of one file (never the tensor data). */
+int hbm_plan_safetensors_file(const char *path, hbm_plan_st_sum *sum, hbm_err *err);
+
+/* ---- the plan -------------------------------------------------------------------------- */
+
+/* A process holding device memory, to name in the advice (from a live observation). */
+typedef struct hbm_plan_holder {
+    int64_t pid;
+    char name[64];
+    int64_t memory_bytes;
+} hbm_plan_holder;
+
+typedef struct hbm_plan_input {
+    const char *model_path;   /* borrowed: model directory or config.json */
+    /* device: total as the framework sees it; free at start-up (HBM_UNKNOWN = all free) */
+    hbm_plan_platform platform;
+    const char *device_name;  /* borrowed: table name or live name, for messages */
+    int64_t mem_total_bytes;
+    int64_t mem_free_bytes;
+    bool large_device;        /* vLLM's >= 70 GiB non-A100 batch defaults apply */
+    const hbm_plan_holder *holders; /* borrowed: who holds the memory that is not free */
+    size_t nholders;
+    bool live;                /* the device facts come from a live observation */
+
+    /* serving flags, vLLM's names; unset = HBM_UNKNOWN / NAN / NULL (vLLM's default) */
+    int64_t tensor_parallel_size;
+    int64_t pipeline_parallel_size;
+    double gpu_memory_utilization;
+    int64_t max_model_len;
+    int64_t max_num_seqs;
+    int64_t max_num_batched_tokens;
+    const char *kv_cache_dtype;  /* borrowed: auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16 ... */
+    int64_t block_size;
+    const char *quantization;    /* borrowed */
+    const char *dtype;           /* borrowed: --dtype */
+    int enforce_eager;           /* -1 unset, 0, 1 */
+    int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
+    int64_t kv_cache_memory_bytes;
+    const char *vllm_version;    /* borrowed: "0.11.0"; NULL = newest rules */
+    const char *served_model;    /* borrowed: model argument as given, for the flag line */
+} hbm_plan_input;
+
+/* Every field unset. */
+void hbm_plan_input_init(hbm_plan_input *in);
+
+/* Fills the serving flags (and model_path, when unset) from a command line such as
+ * `vllm serve MODEL --tensor-parallel-size 2 ...` or `python -m
+ * vllm.entrypoints.openai.api_server --model MODEL ...`; accepts --flag=value and
+ * underscore spellings. Flags that do not matter for memory are skipped. Strings are
+ * borrowed from argv. Fails on a memory flag with a bad value, naming it. */
+int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
+
+/* One start-up check that fails, in vLLM's words. */
+typedef struct hbm_plan_error {
+    char kind[32];  /* free_memory, no_kv_memory, max_model_len, weights_oom */
+    char *message;  /* owned */
+} hbm_plan_error;
+
+/* One change that makes it fit, best first (SPEC 4 order). */
+typedef struct hbm_plan_rec {
+    char kind[32];   /* free_memory, tensor_parallel_size, max_model_len, max_num_seqs,
+                        max_num_batched_tokens, gpu_memory_utilization, kv_cache_dtype */
+    char *change;    /* owned: what to do, with the exact value */
+    char *cost;      /* owned: what it costs (context, concurrency, devices) */
+    char *flags;     /* owned: the flags to change, e.g. "--max-model-len 23456" */
+    char *vllm_args; /* owned: the whole serving flag line with the change applied */
+} hbm_plan_rec;
+
+typedef struct hbm_plan_result {
+    bool fits;
+    hbm_plan_error *errors; /* owned */
+    size_t nerrors;
+
+    int64_t weights_bytes;
+    int64_t activation_bytes;
+    int64_t non_torch_bytes;
+    int64_t graph_bytes;      /* charged to the budget (0 with --enforce-eager) */
+    int64_t graph_outside_bytes; /* captured after the budget (older versions): not charged */
+    int64_t kv_cache_bytes;
+    int64_t kv_bytes_per_token; /* all KV layers of one rank */
+    int64_t block_size;
+    int64_t num_blocks;
+    int64_t kv_cache_tokens;
+    double max_concurrency;
+    int64_t max_model_len_fit; /* longest context one request can have (HBM_UNKNOWN if none) */
+
+    hbm_plan_rec *recs;       /* owned */
+    size_t nrecs;
+    char *vllm_args;          /* owned: the effective serving flags as a vllm serve line */
+
+    /* what the prediction rests on */
+    int64_t total_bytes, free_bytes, requested_bytes;
+    double gpu_memory_utilization;
+    int64_t tensor_parallel_size, pipeline_parallel_size, max_model_len, max_num_seqs,
+        max_num_batched_tokens;
+    int kv_dtype_bytes;
+    char kv_cache_dtype[16];
+    char vllm_version[16];    /* rules used */
+    hbm_plan_platform platform;
+    char device_name[64];
+    bool live;
+    hbm_plan_model model;     /* owned */
+    char **notes;             /* owned: assumptions and estimates, one line each */
+    size_t nnotes;
+} hbm_plan_result;
+
+void hbm_plan_result_free(hbm_plan_result *r);
+
+/* Runs the whole prediction. Returns -1 only when it cannot look (unreadable model, bad
+ * flag value, no device memory known); "does not fit" is a result with fits = false. */
+int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
+
+/* SPEC 9 `plan` JSON (new reference). */
+json_t *hbm_plan_result_to_json(const hbm_plan_result *r);
+
+/* The human report: breakdown with a bar per component against the device, verdict in
+ * vLLM's words, recommendations and the flag line; lines fit width columns (>= 60).
+ * color adds ANSI colour. Returns an owned string. */
+char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color);
+
+/* The one-paragraph verdict alone (for `hbmctl run --preflight`). Owned string. */
+char *hbm_plan_verdict_text(const hbm_plan_result *r);
+
+#endif

@@ -1,0 +1,56 @@
+/* Small helpers shared by every module: allocation that aborts on exhaustion (real failures
+ * keep real error paths; running out of memory is not one we can recover from), sizes and
+ * times in one unit each (bytes, seconds), and file reading with bounds. */
+#ifndef HBM_UTIL_H
+#define HBM_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/err.h"
+
+#define HBM_KIB 1024LL
+#define HBM_MIB (1024LL * 1024)
+#define HBM_GIB (1024LL * 1024 * 1024)
+
+/* An unknown integer fact (size, id, count). JSON renders it as null, never 0. */
+#define HBM_UNKNOWN (-1LL)
+
+void *hbm_xmalloc(size_t n);
+void *hbm_xcalloc(size_t n, size_t size);
+void *hbm_xrealloc(void *p, size_t n);
+char *hbm_xstrdup(const char *s);
+char *hbm_xstrndup(const char *s, size_t n);
+char *hbm_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Grows *arr (of *cap elements of size elem) so that index n is valid. */
+void hbm_grow(void **arr, size_t *cap, size_t n, size_t elem);
+
+/* "64GiB", "36.75 GiB", "512MiB", "1.5G", "4096" (bytes), "80000MB" (MB = MiB, as
+ * npu-smi and nvidia-smi mean it). Returns -1 with a message on anything else. */
+int hbm_parse_size(const char *s, int64_t *bytes, hbm_err *err);
+
+/* "80%" or "0.8" -> 0.8. Values outside 0..1 are refused. */
+int hbm_parse_ratio(const char *s, double *ratio, hbm_err *err);
+
+/* "30s", "2m", "1.5h", "1d", "250ms", "10" (seconds) -> seconds. */
+int hbm_parse_duration(const char *s, double *seconds, hbm_err *err);
+
+/* Writes "36.75 GiB" style text (binary units, two decimals above KiB) into buf. */
+const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes);
+
+/* Reads a whole (small) file, NUL-terminated; fails past max bytes. *len may be NULL.
+ * path "-" reads standard input. */
+int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err);
+
+/* Monotonic and wall clocks in seconds. */
+double hbm_now_mono(void);
+double hbm_now_wall(void);
+
+/* Trims ASCII white space at both ends in place; returns s. */
+char *hbm_trim(char *s);
+
+bool hbm_str_starts(const char *s, const char *prefix);
+
+#endif

@@ -1,0 +1,21 @@
+/* Verdicts per device (SPEC 10): processes first, then memory against the chip's idle
+ * baseline, then utilisation; precedence UNHEALTHY > ORPHANED > BUSY > UNACCOUNTED > FREE.
+ * Pure function of the observation: the same snapshot always gives the same verdicts. */
+#ifndef HBM_VERDICT_H
+#define HBM_VERDICT_H
+
+#include "hbm/obs.h"
+
+/* Idle memory a process-free chip of this model shows (driver, firmware, padding), in
+ * bytes, from the documented table; total_bytes picks the row for unknown names. */
+int64_t hbm_verdict_baseline(const char *chip_name, hbm_vendor vendor, int64_t total_bytes);
+
+/* The margin above baseline that counts as memory nobody accounts for:
+ * max(1 GiB, 3% of total). */
+int64_t hbm_verdict_margin(int64_t total_bytes);
+
+/* Joins driver-listed pids with host facts (when present) and fills device verdicts and
+ * reasons. */
+void hbm_verdict_apply(hbm_obs *obs);
+
+#endif

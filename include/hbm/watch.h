@@ -1,0 +1,125 @@
+/* Sampling and leak detection (SPEC 7, docs/leak-detection.md).
+ *
+ * A leak detector reads one memory series (a device's used memory, or one process's memory
+ * on one device), one sample at a time, and says whether the memory climbs in steps that
+ * never come back down, and whether it crossed a threshold. It keeps a bounded amount of
+ * state (no allocation), so one detector per device and per process is cheap.
+ *
+ * hbm_watch keeps one detector and one short history per device and per device process
+ * across observations, keyed by the device's user id (logic id on Ascend, index on NVIDIA)
+ * and the pid. */
+#ifndef HBM_WATCH_H
+#define HBM_WATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/obs.h"
+
+#define HBM_LEAK_WINDOW_MAX 15 /* running-median window bound (samples) */
+#define HBM_LEAK_HOLD_MAX 8    /* plateau length bound (samples) */
+#define HBM_LEAK_NOISE_RING 64 /* residuals kept for the noise scale */
+#define HBM_LEAK_LEVELS_MAX 32 /* staircase levels kept (base + steps) */
+
+typedef struct hbm_leak_params {
+    size_t window;          /* samples in the running median: the robust level (odd) */
+    size_t hold;            /* consecutive levels within one step size that make a plateau */
+    size_t steps;           /* unreturned steps that make a leak */
+    int64_t step_min_bytes; /* smallest rise counted as a step, whatever the noise */
+    double noise_k;         /* a step must also exceed noise_k x the noise scale */
+    int64_t threshold_bytes; /* threshold crossing level; HBM_UNKNOWN = none */
+    double threshold_ratio;  /* or a ratio of the total (used when bytes is unknown); NAN */
+} hbm_leak_params;
+
+/* Events of one sample (bits of hbm_leak_status.events). */
+enum {
+    HBM_LEAK_EV_STEP = 1 << 0,        /* a new, higher plateau was confirmed */
+    HBM_LEAK_EV_RETURN = 1 << 1,      /* the level came back below an earlier step */
+    HBM_LEAK_EV_LEAK = 1 << 2,        /* the staircase reached params.steps: leak reported */
+    HBM_LEAK_EV_LEAK_CLEAR = 1 << 3,  /* the memory came back to the level before it */
+    HBM_LEAK_EV_CROSS_UP = 1 << 4,    /* the level crossed the threshold upwards */
+    HBM_LEAK_EV_CROSS_DOWN = 1 << 5,  /* back below the threshold minus hysteresis */
+};
+
+typedef struct hbm_leak_status {
+    bool ready;          /* enough samples for a robust level */
+    bool leak;           /* step growth reported (held until the memory returns) */
+    bool above;          /* the level is above the threshold */
+    int steps;           /* unreturned steps above the base level */
+    int64_t level;       /* robust level (running median), bytes; HBM_UNKNOWN before ready */
+    int64_t base;        /* the level before the current staircase */
+    int64_t growth;      /* top plateau - base, bytes (0 without steps) */
+    int64_t step_bytes;  /* the step size in force: max(step_min, noise_k x noise) */
+    double noise_bytes;  /* robust noise scale (1.4826 x MAD of sample differences / sqrt 2) */
+    double since;        /* time (caller's clock) of the first unreturned step; NAN */
+    unsigned events;     /* HBM_LEAK_EV_* of the last sample */
+} hbm_leak_status;
+
+typedef struct hbm_leak {
+    hbm_leak_params p;
+    uint64_t n;                            /* samples seen */
+    int64_t win[HBM_LEAK_WINDOW_MAX];      /* last samples (ring) */
+    int64_t med[HBM_LEAK_HOLD_MAX];        /* last robust levels (ring) */
+    uint64_t nmed;
+    int64_t prev;                          /* the previous sample */
+    double resid[HBM_LEAK_NOISE_RING];     /* |sample - previous sample| (ring) */
+    uint64_t nresid;
+    int64_t levels[HBM_LEAK_LEVELS_MAX];   /* staircase: base, then each step's plateau */
+    double level_t[HBM_LEAK_LEVELS_MAX];   /* when each level was confirmed */
+    size_t nlevels;
+    hbm_leak_status st;
+} hbm_leak;
+
+/* Defaults: window 5, hold 3, steps 3, step_min 512 MiB, noise_k 4, no threshold. */
+void hbm_leak_params_default(hbm_leak_params *p);
+
+/* p NULL = defaults; out-of-range values are clamped to the bounds above. */
+void hbm_leak_init(hbm_leak *d, const hbm_leak_params *p);
+
+/* Feeds one sample (bytes; t in any monotonic unit, kept only for `since`); total_bytes
+ * (HBM_UNKNOWN if unknown) serves threshold_ratio. A negative sample is ignored.
+ * Returns the status after it. */
+const hbm_leak_status *hbm_leak_add(hbm_leak *d, double t, int64_t bytes, int64_t total_bytes);
+
+#define HBM_WATCH_HISTORY 256 /* samples of history kept per series (for the TUI strip) */
+
+typedef struct hbm_watch_series {
+    int64_t device;          /* user id of the device */
+    int64_t pid;             /* HBM_UNKNOWN for the device series */
+    char name[64];           /* device or process name */
+    int64_t total_bytes;     /* device total, HBM_UNKNOWN */
+    hbm_leak det;
+    int64_t hist[HBM_WATCH_HISTORY]; /* ring of raw samples */
+    size_t nhist;            /* valid entries (<= HBM_WATCH_HISTORY) */
+    size_t ihist;            /* next write position */
+    uint64_t seen_gen;       /* generation of the last observation that had it */
+} hbm_watch_series;
+
+typedef struct hbm_watch {
+    hbm_leak_params params;
+    hbm_watch_series *series; /* owned */
+    size_t nseries, cap;
+    uint64_t gen;
+    size_t nsamples;          /* observations fed */
+} hbm_watch;
+
+void hbm_watch_init(hbm_watch *w, const hbm_leak_params *p);
+void hbm_watch_free(hbm_watch *w);
+
+/* Feeds one observation: one sample per device (used memory) and per listed process
+ * (its memory on that device). Series that the observation no longer has are dropped
+ * (a process that ended starts afresh if its pid comes back). t: seconds, any clock. */
+void hbm_watch_update(hbm_watch *w, const hbm_obs *obs, double t);
+
+/* The device's series (pid HBM_UNKNOWN) or a process's; NULL when not tracked. */
+const hbm_watch_series *hbm_watch_find(const hbm_watch *w, int64_t device, int64_t pid);
+
+/* The i-th most recent sample of a series (0 = latest); HBM_UNKNOWN past the history. */
+int64_t hbm_watch_hist_at(const hbm_watch_series *s, size_t i);
+
+/* One line describing the leak state of a series, e.g. "grew 3.00 GiB in 3 steps"
+ * or "steady"; writes into buf and returns it. */
+const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n);
+
+#endif

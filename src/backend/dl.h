@@ -1,0 +1,30 @@
+/* Loading a vendor driver library at run time: hbmctl builds and runs without any vendor
+ * SDK, and a host without the driver simply has no such backend. Private to src/backend. */
+#ifndef HBM_BACKEND_DL_H
+#define HBM_BACKEND_DL_H
+
+#include <stddef.h>
+
+#include "hbm/err.h"
+
+/* Opens the library named by environment variable env when set (and only that one, so a
+ * test or an odd install is never silently served by another copy), else the first of the
+ * NULL-terminated candidates that loads. Returns the dlopen handle, or NULL with err saying
+ * what was tried. */
+void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err);
+
+/* A symbol of handle h as a generic function pointer; NULL when the library lacks it
+ * (an older driver). Callers cast it to the prototype they declared. */
+typedef void (*hbm_dl_fn)(void);
+hbm_dl_fn hbm_dl_sym(void *h, const char *name);
+
+/* The first of several names that exists (newest version first), NULL when none does. */
+hbm_dl_fn hbm_dl_sym_any(void *h, const char *const *names);
+
+void hbm_dl_close(void *h);
+
+/* Copies a string a driver wrote into a fixed buffer (srcmax bytes, maybe without a NUL)
+ * into dst of n bytes, truncating, always NUL-terminated. */
+void hbm_dl_copy(char *dst, size_t n, const char *src, size_t srcmax);
+
+#endif

@@ -1,0 +1,203 @@
+/* hbmctl status: every device, its processes, and a verdict with its reason. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hbm/snapshot.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hbmctl status [--json] [--snapshot FILE] [--backend NAME] [--root DIR]\n\n"
+            "Shows every device (health, power, temperature, utilisation, memory, hugepages),\n"
+            "the processes on it, and a verdict per device with its reason:\n"
+            "  FREE         no process, memory at the chip's idle baseline\n"
+            "  BUSY         a live process holds it\n"
+            "  UNACCOUNTED  memory above the baseline that no visible process accounts for\n"
+            "  ORPHANED     held by a process whose owner is gone (exited, zombie, D state,\n"
+            "               container removed)\n"
+            "  UNHEALTHY    the driver says the device is not healthy\n\n"
+            "--snapshot accepts a snapshot (hbmctl snapshot) or raw 'npu-smi info' text.\n\n"
+            "options:\n" CLI_COMMON_HELP
+            "\nexit: 0 shown, 2 could not look (the message names the file and line)\n");
+}
+
+static const char *fmt_pair(char *buf, size_t n, int64_t used, int64_t total)
+{
+    if (used < 0 && total < 0)
+        return snprintf(buf, n, "-"), buf;
+    if (total >= 10 * HBM_GIB || used >= 10 * HBM_GIB)
+        snprintf(buf, n, "%.1f/%.1f GiB", (double)used / HBM_GIB, (double)total / HBM_GIB);
+    else
+        snprintf(buf, n, "%.2f/%.2f GiB", (double)used / HBM_GIB, (double)total / HBM_GIB);
+    return buf;
+}
+
+static const char *fmt_id(char *buf, size_t n, int64_t v)
+{
+    if (v < 0)
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, "%lld", (long long)v);
+    return buf;
+}
+
+/* Wraps text at width, indenting continuation lines. */
+static void print_wrapped(const char *prefix, const char *text, int width)
+{
+    int indent = (int)strlen(prefix);
+    printf("%s", prefix);
+    int col = indent;
+    const char *p = text;
+    while (*p) {
+        const char *sp = strchr(p, ' ');
+        int wlen = sp ? (int)(sp - p) : (int)strlen(p);
+        if (col > indent && col + 1 + wlen > width) {
+            printf("\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", wlen, p);
+        col += wlen;
+        p += wlen;
+        while (*p == ' ')
+            p++;
+    }
+    putchar('\n');
+}
+
+static bool listed_by_driver(const hbm_obs *obs, int pid)
+{
+    for (size_t i = 0; i < obs->ndevs; i++)
+        for (size_t j = 0; j < obs->devs[i].nprocs; j++)
+            if (obs->devs[i].procs[j].pid == pid)
+                return true;
+    return false;
+}
+
+static void render(const hbm_obs *obs)
+{
+    bool color = cli_color(stdout);
+    bool ascend = obs->ndevs == 0 || obs->devs[0].vendor != HBM_VENDOR_NVIDIA;
+    printf("backend %s%s%s%s, %zu device%s", obs->backend, obs->source[0] ? " (" : "",
+           obs->source, obs->source[0] ? ")" : "", obs->ndevs, obs->ndevs == 1 ? "" : "s");
+    if (obs->driver_version[0])
+        printf(", driver %s", obs->driver_version);
+    printf("\n");
+    if (obs->partial)
+        printf("partial input: %s\n", obs->partial_why);
+    printf("\n%-5s %-4s %-5s %-12s %-7s %6s %5s %5s %-19s %-9s %s\n", ascend ? "NPU" : "GPU",
+           "CHIP", "LOGIC", "NAME", "HEALTH", "POWER", "TEMP", "UTIL", "MEMORY USED/TOTAL",
+           "HUGEPAGES", "VERDICT");
+    char a[32], b[32], c[32], mem[48], power[16], temp[16], util[16], huge[24];
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *d = &obs->devs[i];
+        if (isnan(d->power_watts))
+            snprintf(power, sizeof power, "-");
+        else
+            snprintf(power, sizeof power, "%.1fW", d->power_watts);
+        if (isnan(d->temperature_celsius))
+            snprintf(temp, sizeof temp, "-");
+        else
+            snprintf(temp, sizeof temp, "%.0fC", d->temperature_celsius);
+        if (isnan(d->utilization_ratio))
+            snprintf(util, sizeof util, "-");
+        else
+            snprintf(util, sizeof util, "%.0f%%", d->utilization_ratio * 100);
+        if (d->hugepages_total < 0)
+            snprintf(huge, sizeof huge, "-");
+        else
+            snprintf(huge, sizeof huge, "%lld/%lld", (long long)d->hugepages_used,
+                     (long long)d->hugepages_total);
+        printf("%-5s %-4s %-5s %-12.12s %-7.7s %6s %5s %5s %-19s %-9s %s%s%s\n",
+               fmt_id(a, sizeof a, d->index), fmt_id(b, sizeof b, d->chip),
+               fmt_id(c, sizeof c, d->logic_id), d->name[0] ? d->name : "-",
+               d->health[0] ? d->health : "-", power, temp, util,
+               fmt_pair(mem, sizeof mem, d->memory_used_bytes, d->memory_total_bytes), huge,
+               color ? cli_verdict_color(d->verdict) : "", hbm_verdict_name(d->verdict),
+               color ? CLI_RESET : "");
+    }
+
+    size_t nprocs = 0;
+    for (size_t i = 0; i < obs->ndevs; i++)
+        nprocs += obs->devs[i].nprocs;
+    if (nprocs) {
+        printf("\n%-5s %-4s %-9s %-16s %12s %-13s %s\n", ascend ? "NPU" : "GPU", "CHIP", "PID",
+               "NAME", "MEMORY", "CONTAINER", "STATE");
+        for (size_t i = 0; i < obs->ndevs; i++) {
+            const hbm_device *d = &obs->devs[i];
+            for (size_t j = 0; j < d->nprocs; j++) {
+                const hbm_dproc *p = &d->procs[j];
+                printf("%-5s %-4s %-9lld %-16.16s %12s %-13.13s %s\n",
+                       fmt_id(a, sizeof a, d->index), fmt_id(b, sizeof b, d->chip),
+                       (long long)p->pid, p->name[0] ? p->name : "-",
+                       cli_size(mem, sizeof mem, p->memory_bytes),
+                       p->container[0] ? p->container : "-", hbm_pid_state_name(p->state));
+            }
+        }
+    }
+
+    printf("\n");
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *d = &obs->devs[i];
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s %s%s%s %s: ", ascend ? "NPU" : "GPU",
+                 fmt_id(a, sizeof a, d->index), ascend ? " chip " : "",
+                 ascend ? fmt_id(b, sizeof b, d->chip) : "", hbm_verdict_name(d->verdict));
+        print_wrapped(prefix, d->reason, 100);
+    }
+
+    if (obs->has_host) {
+        bool header = false;
+        for (size_t i = 0; i < obs->host.nprocs; i++) {
+            const hbm_hproc *hp = &obs->host.procs[i];
+            if (!hp->ndev_paths || listed_by_driver(obs, hp->pid))
+                continue;
+            if (!header) {
+                printf("\nholding device files, not listed by the driver:\n");
+                header = true;
+            }
+            printf("  pid %-8d %-16s %c  %s%s\n", hp->pid, hp->comm, hp->state ? hp->state : '?',
+                   hp->dev_paths[0], hp->ndev_paths > 1 ? " ..." : "");
+        }
+        if (!obs->host.sees_host_pids)
+            print_wrapped("\nnote: ", obs->host.sees_host_pids_why, 100);
+    }
+}
+
+int cmd_status(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    cli_common c;
+    cli_common_init(&c);
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        if (opt == 'h') {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        return cli_usage_error("status");
+    }
+    if (optind < argc) {
+        cli_errorf("status: unexpected argument '%s'", argv[optind]);
+        return CLI_EXIT_ERROR;
+    }
+    hbm_obs obs;
+    if (!cli_observe(&c, &obs))
+        return CLI_EXIT_ERROR;
+    if (c.json)
+        cli_json_out(hbm_snapshot_to_json(&obs));
+    else
+        render(&obs);
+    hbm_obs_free(&obs);
+    return CLI_EXIT_OK;
+}

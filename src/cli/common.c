@@ -1,0 +1,91 @@
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_common_init(cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->src.backend = "auto";
+    c->src.root = getenv("HBMCTL_ROOT");
+}
+
+bool cli_common_opt(cli_common *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_JSON:
+        c->json = true;
+        return true;
+    case CLI_OPT_SNAPSHOT:
+        c->src.snapshot = arg;
+        return true;
+    case CLI_OPT_BACKEND:
+        c->src.backend = arg;
+        return true;
+    case CLI_OPT_ROOT:
+        c->src.root = arg;
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool cli_observe(const cli_common *c, hbm_obs *obs)
+{
+    hbm_err err = {{0}};
+    if (hbm_observe(obs, &c->src, &err) < 0) {
+        cli_errorf("%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+void cli_json_out(json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    fputc('\n', stdout);
+    json_decref(j);
+}
+
+void cli_errorf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hbmctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_usage_error(const char *cmd)
+{
+    fprintf(stderr, "hbmctl %s: see 'hbmctl %s --help'\n", cmd, cmd);
+    return CLI_EXIT_ERROR;
+}
+
+bool cli_color(FILE *f)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc)
+        return false;
+    return isatty(fileno(f));
+}
+
+const char *cli_verdict_color(hbm_verdict v)
+{
+    switch (v) {
+    case HBM_VERDICT_FREE: return "\033[32m";
+    case HBM_VERDICT_BUSY: return "\033[33m";
+    case HBM_VERDICT_UNACCOUNTED: return "\033[35m";
+    case HBM_VERDICT_ORPHANED:
+    case HBM_VERDICT_UNHEALTHY: return "\033[31m";
+    default: return "";
+    }
+}
+
+const char *cli_size(char *buf, size_t n, int64_t bytes)
+{
+    return hbm_fmt_size(buf, n, bytes);
+}

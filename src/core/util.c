@@ -1,0 +1,257 @@
+#include "hbm/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *oom(size_t n)
+{
+    fprintf(stderr, "hbmctl: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *hbm_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    return p ? p : oom(n);
+}
+
+void *hbm_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    return p ? p : oom(n * size);
+}
+
+void *hbm_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    return q ? q : oom(n);
+}
+
+char *hbm_xstrdup(const char *s)
+{
+    return hbm_xstrndup(s, strlen(s));
+}
+
+char *hbm_xstrndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *p = hbm_xmalloc(len + 1);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    return p;
+}
+
+char *hbm_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    char *p = hbm_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+void hbm_grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return;
+    size_t ncap = *cap ? *cap * 2 : 8;
+    while (ncap <= n)
+        ncap *= 2;
+    *arr = hbm_xrealloc(*arr, ncap * elem);
+    memset((char *)*arr + *cap * elem, 0, (ncap - *cap) * elem);
+    *cap = ncap;
+}
+
+int hbm_parse_size(const char *s, int64_t *bytes, hbm_err *err)
+{
+    if (!s || !*s)
+        return hbm_err_set(err, "empty size");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0)
+        return hbm_err_set(err, "'%s' is not a size (examples: 64GiB, 512MiB, 36.75 GiB)", s);
+    while (*end == ' ')
+        end++;
+    static const struct {
+        const char *unit;
+        double mult;
+    } units[] = {
+        {"", 1},           {"b", 1},           {"k", HBM_KIB},    {"kb", HBM_KIB},
+        {"kib", HBM_KIB},  {"m", HBM_MIB},     {"mb", HBM_MIB},   {"mib", HBM_MIB},
+        {"g", HBM_GIB},    {"gb", HBM_GIB},    {"gib", HBM_GIB},  {"t", HBM_GIB * 1024.0},
+        {"tb", HBM_GIB * 1024.0}, {"tib", HBM_GIB * 1024.0},
+    };
+    char unit[8];
+    size_t n = strlen(end);
+    if (n >= sizeof unit)
+        return hbm_err_set(err, "'%s': unknown size unit", s);
+    for (size_t i = 0; i <= n; i++)
+        unit[i] = (char)tolower((unsigned char)end[i]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(unit, units[i].unit) == 0) {
+            double b = v * units[i].mult;
+            if (b > 9.2e18)
+                return hbm_err_set(err, "'%s': size too large", s);
+            *bytes = (int64_t)llround(b);
+            return 0;
+        }
+    }
+    return hbm_err_set(err, "'%s': unknown size unit '%s' (use B, KiB, MiB, GiB, TiB)", s, end);
+}
+
+int hbm_parse_ratio(const char *s, double *ratio, hbm_err *err)
+{
+    if (!s || !*s)
+        return hbm_err_set(err, "empty ratio");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v))
+        return hbm_err_set(err, "'%s' is not a ratio (examples: 80%%, 0.8)", s);
+    if (*end == '%') {
+        v /= 100.0;
+        end++;
+    }
+    if (*end)
+        return hbm_err_set(err, "'%s' is not a ratio (examples: 80%%, 0.8)", s);
+    if (v < 0 || v > 1)
+        return hbm_err_set(err, "'%s' is outside 0..100%%", s);
+    *ratio = v;
+    return 0;
+}
+
+int hbm_parse_duration(const char *s, double *seconds, hbm_err *err)
+{
+    if (!s || !*s)
+        return hbm_err_set(err, "empty duration");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v < 0)
+        return hbm_err_set(err, "'%s' is not a duration (examples: 30s, 2m, 1h, 250ms)", s);
+    double mult;
+    if (strcmp(end, "") == 0 || strcmp(end, "s") == 0)
+        mult = 1;
+    else if (strcmp(end, "ms") == 0)
+        mult = 0.001;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+        mult = 60;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600;
+    else if (strcmp(end, "d") == 0)
+        mult = 86400;
+    else
+        return hbm_err_set(err, "'%s': unknown duration unit '%s' (ms, s, m, h, d)", s, end);
+    *seconds = v * mult;
+    return 0;
+}
+
+const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes)
+{
+    if (bytes < 0) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%lld B", (long long)bytes);
+    else
+        snprintf(buf, n, "%.2f %s", v, unit[u]);
+    return buf;
+}
+
+int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hbm_err_set(err, "%s: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = hbm_xmalloc(cap);
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > max) {
+                if (!is_stdin)
+                close(fd);
+                free(buf);
+                return hbm_err_set(err, "%s: larger than %zu bytes", path, max);
+            }
+            cap *= 2;
+            buf = hbm_xrealloc(buf, cap);
+        }
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            if (!is_stdin)
+                close(fd);
+            free(buf);
+            return hbm_err_set(err, "%s: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (!is_stdin)
+                close(fd);
+    if (n > max) {
+        free(buf);
+        return hbm_err_set(err, "%s: larger than %zu bytes", path, max);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+double hbm_now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double hbm_now_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+char *hbm_trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+bool hbm_str_starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}

@@ -1,0 +1,291 @@
+/* Verdicts (SPEC 10). Step 1: processes the driver lists (joined with host facts when the
+ * observation has them). Step 2: memory against the chip's idle baseline. Step 3:
+ * utilisation with no process. Every verdict gets a reason naming its evidence. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hbm/verdict.h"
+
+/* Documented idle use per chip family (research: ascend-ops.md section 6, DCMI docs: "the
+ * system occupies 3 GB [32 GB parts] / 4 GB [64 GB parts] when no service is running"). */
+int64_t hbm_verdict_baseline(const char *name, hbm_vendor vendor, int64_t total)
+{
+    if (vendor == HBM_VENDOR_NVIDIA)
+        return 600 * HBM_MIB; /* driver-reserved memory counted as used on recent drivers */
+    if (strncasecmp(name, "310B", 4) == 0)
+        return HBM_UNKNOWN; /* SoC: memory shared with the board's OS, no fixed idle figure */
+    if (strstr(name, "vir") || strstr(name, "Vir"))
+        return 256 * HBM_MIB; /* vNPU slice */
+    if (strncasecmp(name, "310P", 4) == 0)
+        return 1536 * HBM_MIB;
+    if (strcmp(name, "310") == 0)
+        return 640 * HBM_MIB;
+    if (strcasecmp(name, "910ProB") == 0 || strcasecmp(name, "910ProA") == 0 ||
+        strcasecmp(name, "910A") == 0 || strcasecmp(name, "910B") == 0)
+        return 64 * HBM_MIB; /* first-generation 910: idle HBM 0-18 MB (DDR is separate) */
+    /* 910B1..B4, 910_93 (A3) and unknown parts: by size, as the DCMI documentation states. */
+    if (total >= 48 * HBM_GIB)
+        return 4 * HBM_GIB;
+    if (total >= 24 * HBM_GIB)
+        return 3 * HBM_GIB;
+    if (total > 0)
+        return total / 10;
+    return HBM_UNKNOWN;
+}
+
+int64_t hbm_verdict_margin(int64_t total)
+{
+    int64_t pct = total > 0 ? total * 3 / 100 : 0;
+    return pct > HBM_GIB ? pct : HBM_GIB;
+}
+
+static void join_process(const hbm_obs *obs, hbm_dproc *p)
+{
+    if (!obs->has_host || p->pid <= 0) {
+        p->state = HBM_PID_UNCHECKED;
+        return;
+    }
+    const hbm_host *h = &obs->host;
+    const hbm_hproc *hp = hbm_host_find(h, (int)p->pid);
+    if (!hp) {
+        if (h->sees_host_pids) {
+            p->state = HBM_PID_GONE;
+            snprintf(p->state_why, sizeof p->state_why,
+                     "pid %lld is listed by the driver but no longer exists", (long long)p->pid);
+        } else {
+            p->state = HBM_PID_UNSEEN;
+            snprintf(p->state_why, sizeof p->state_why,
+                     "pid %lld is not in this PID namespace (%s)", (long long)p->pid,
+                     h->sees_host_pids_why[0] ? h->sees_host_pids_why
+                                              : "hbmctl does not see the host's pids");
+        }
+        return;
+    }
+    if (!p->name[0])
+        snprintf(p->name, sizeof p->name, "%s", hp->comm);
+    if (!p->container[0] && hp->container_id[0])
+        snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    if (hp->state == 'Z') {
+        p->state = HBM_PID_ZOMBIE;
+        snprintf(p->state_why, sizeof p->state_why,
+                 "pid %d (%s) is a zombie: it exited and its parent %d has not reaped it",
+                 hp->pid, hp->comm, hp->ppid);
+    } else if (hp->state == 'D') {
+        p->state = HBM_PID_STUCK;
+        snprintf(p->state_why, sizeof p->state_why,
+                 "pid %d (%s) is stuck in uninterruptible sleep (D)%s%s", hp->pid, hp->comm,
+                 hp->wchan[0] ? " in " : "", hp->wchan);
+    } else if (hp->cgroup_gone && hp->ppid <= 1) {
+        p->state = HBM_PID_ABANDONED;
+        snprintf(p->state_why, sizeof p->state_why,
+                 "pid %d (%s) outlived its container %.12s: the container's cgroup is gone "
+                 "and its parent is init", hp->pid, hp->comm,
+                 hp->container_id[0] ? hp->container_id : "(unknown)");
+    } else {
+        p->state = HBM_PID_LIVE;
+    }
+}
+
+static bool is_orphan_state(hbm_pid_state s)
+{
+    return s == HBM_PID_GONE || s == HBM_PID_ZOMBIE || s == HBM_PID_STUCK ||
+           s == HBM_PID_ABANDONED;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The table baseline, refined by process-free chips of the same model that sit within
+ * 1.5 GiB of it (so a host whose every card holds leftovers is not learned as idle). */
+static int64_t refined_baseline(const hbm_obs *obs, const hbm_device *d)
+{
+    int64_t base = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
+    if (base < 0)
+        return base;
+    int64_t *seen = hbm_xcalloc(obs->ndevs, sizeof *seen);
+    size_t n = 0;
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *o = &obs->devs[i];
+        if (strcmp(o->name, d->name) != 0 || o->memory_total_bytes != d->memory_total_bytes ||
+            !o->procs_known || o->nprocs > 0 || o->memory_used_bytes < 0)
+            continue;
+        if (llabs(o->memory_used_bytes - base) <= 1536 * HBM_MIB)
+            seen[n++] = o->memory_used_bytes;
+    }
+    if (n > 0) {
+        qsort(seen, n, sizeof *seen, cmp_i64);
+        base = seen[n / 2];
+    }
+    free(seen);
+    return base;
+}
+
+static void set_reason(hbm_device *d, hbm_verdict v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_reason(hbm_device *d, hbm_verdict v, const char *fmt, ...)
+{
+    d->verdict = v;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason, sizeof d->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* A process listed on this chip with a small entry while it holds much more on another
+ * chip is a context entry (e.g. 116 MB on die 0 of an A3 card). */
+static const hbm_device *main_chip_of(const hbm_obs *obs, const hbm_device *d,
+                                      const hbm_dproc *p)
+{
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *o = &obs->devs[i];
+        if (o == d)
+            continue;
+        for (size_t j = 0; j < o->nprocs; j++)
+            if (o->procs[j].pid == p->pid && o->procs[j].memory_bytes > 4 * p->memory_bytes &&
+                o->procs[j].memory_bytes > HBM_GIB)
+                return o;
+    }
+    return NULL;
+}
+
+static void judge(const hbm_obs *obs, hbm_device *d)
+{
+    char used[32], base_s[32], extra[32];
+    if (!d->healthy) {
+        set_reason(d, HBM_VERDICT_UNHEALTHY, "health is %s: do not schedule work here",
+                   d->health[0] ? d->health : "not OK");
+        return;
+    }
+    /* Step 1: processes. */
+    size_t live = 0, orphan = 0, unseen = 0;
+    const hbm_dproc *first_orphan = NULL, *first_unseen = NULL, *biggest = NULL;
+    for (size_t i = 0; i < d->nprocs; i++) {
+        hbm_dproc *p = &d->procs[i];
+        join_process(obs, p);
+        if (is_orphan_state(p->state)) {
+            orphan++;
+            if (!first_orphan)
+                first_orphan = p;
+        } else if (p->state == HBM_PID_UNSEEN) {
+            unseen++;
+            if (!first_unseen)
+                first_unseen = p;
+        } else {
+            live++;
+            if (!biggest || p->memory_bytes > biggest->memory_bytes)
+                biggest = p;
+        }
+    }
+    if (orphan) {
+        set_reason(d, HBM_VERDICT_ORPHANED, "%s%s; memory is held for a process whose owner "
+                   "is gone (hbmctl doctor / clean)", first_orphan->state_why,
+                   orphan > 1 ? " (and others)" : "");
+        return;
+    }
+    if (live) {
+        const hbm_device *other = biggest->memory_bytes >= 0 && biggest->memory_bytes < HBM_GIB
+                                      ? main_chip_of(obs, d, biggest)
+                                      : NULL;
+        if (other)
+            set_reason(d, HBM_VERDICT_BUSY,
+                       "pid %lld (%s) holds only %s here, a context entry: it works on NPU "
+                       "%lld chip %lld",
+                       (long long)biggest->pid, biggest->name[0] ? biggest->name : "no name",
+                       hbm_fmt_size(used, sizeof used, biggest->memory_bytes),
+                       (long long)other->index, (long long)other->chip);
+        else
+            set_reason(d, HBM_VERDICT_BUSY, "%zu process%s listed%s%s%s%s%s", live,
+                       live > 1 ? "es" : "", biggest->name[0] ? ": " : "", biggest->name,
+                       biggest->memory_bytes >= 0 ? " holds " : "",
+                       biggest->memory_bytes >= 0
+                           ? hbm_fmt_size(used, sizeof used, biggest->memory_bytes)
+                           : "",
+                       d->procs_truncated ? "; npu-smi shows at most 8 per chip, there may be "
+                                            "more"
+                                          : "");
+        return;
+    }
+
+    /* Step 2: memory against the baseline. */
+    if (d->memory_used_bytes < 0 || d->memory_total_bytes <= 0) {
+        set_reason(d, d->procs_known ? HBM_VERDICT_FREE : HBM_VERDICT_UNACCOUNTED,
+                   d->procs_known ? "no process listed; memory use unknown"
+                                  : "neither processes nor memory are known for this chip");
+        return;
+    }
+    int64_t base = refined_baseline(obs, d);
+    int64_t margin = hbm_verdict_margin(d->memory_total_bytes);
+    int64_t over = base >= 0 ? d->memory_used_bytes - base : 0;
+    hbm_fmt_size(used, sizeof used, d->memory_used_bytes);
+    hbm_fmt_size(base_s, sizeof base_s, base);
+    hbm_fmt_size(extra, sizeof extra, over);
+    if (base >= 0 && over > margin) {
+        if (unseen)
+            set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                       "%s used, %s above the %s idle baseline; %s: a process outside "
+                       "hbmctl's view may hold it, run hbmctl on the host to know",
+                       used, extra, base_s, first_unseen->state_why);
+        else if (!d->procs_known)
+            set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                       "%s used, %s above the %s idle baseline, and the input has no process "
+                       "table for this chip: busy or leaked cannot be told apart", used, extra,
+                       base_s);
+        else if (!obs->has_host)
+            set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                       "%s used, %s above the %s idle baseline, with no process listed; from "
+                       "npu-smi text alone hbmctl cannot tell a container's partial view "
+                       "(host pids hidden) from memory left by a process that is gone: run "
+                       "hbmctl status or doctor on the host", used, extra, base_s);
+        else if (!obs->host.sees_host_pids)
+            set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                       "%s used, %s above the %s idle baseline, with no process listed; "
+                       "hbmctl does not see the host's pids (%s), so a process outside this "
+                       "container may hold it", used, extra, base_s,
+                       obs->host.sees_host_pids_why);
+        else
+            set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                       "%s used, %s above the %s idle baseline, and no live process holds "
+                       "it although hbmctl sees every host pid: memory left behind (hbmctl "
+                       "doctor)", used, extra, base_s);
+        return;
+    }
+    if (unseen) {
+        set_reason(d, HBM_VERDICT_UNACCOUNTED, "%s; memory %s is at the idle baseline",
+                   first_unseen->state_why, used);
+        return;
+    }
+    /* Step 3: utilisation with no process and idle memory. */
+    if (!isnan(d->utilization_ratio) && d->utilization_ratio >= 0.10) {
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "no process listed and memory at baseline (%s), but utilisation is %.0f%%: "
+                   "something runs here that the driver does not attribute", used,
+                   d->utilization_ratio * 100);
+        return;
+    }
+    if (base < 0)
+        set_reason(d, HBM_VERDICT_FREE,
+                   "no process listed; %s used (this chip shares memory with its OS: no idle "
+                   "baseline to compare with)", used);
+    else if (!d->procs_known)
+        set_reason(d, HBM_VERDICT_FREE,
+                   "%s used is within %s of the %s idle baseline; the input has no process "
+                   "table, so this is judged on memory alone", used,
+                   hbm_fmt_size(extra, sizeof extra, margin), base_s);
+    else
+        set_reason(d, HBM_VERDICT_FREE, "no process; %s used is the idle baseline (%s)", used,
+                   base_s);
+}
+
+void hbm_verdict_apply(hbm_obs *obs)
+{
+    for (size_t i = 0; i < obs->ndevs; i++)
+        judge(obs, &obs->devs[i]);
+}

@@ -1,0 +1,471 @@
+/* The findings engine: a pure function of one observation. Device findings come from the
+ * driver's process lists joined with host facts; host findings from shared memory,
+ * hugepages, THP, /dev/shm and the inference servers' own arguments. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+#include "hbm/doctor.h"
+#include "hbm/util.h"
+#include "hbm/verdict.h"
+
+#define CANN_SLOGD_KEY 0x474f4c46LL
+
+json_t *doc_jint(int64_t v)
+{
+    return v < 0 ? json_null() : json_integer((json_int_t)v);
+}
+
+hbm_finding *doc_add(hbm_findings *f, const char *id, hbm_severity sev, int64_t device,
+                     const char *fmt, ...)
+{
+    hbm_grow((void **)&f->items, &f->cap, f->n, sizeof *f->items);
+    hbm_finding *x = &f->items[f->n++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->id, sizeof x->id, "%s", id);
+    x->severity = sev;
+    x->device = device;
+    x->evidence = json_object();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->summary, sizeof x->summary, fmt, ap);
+    va_end(ap);
+    return x;
+}
+
+void doc_remedy(hbm_finding *x, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->remedy, sizeof x->remedy, fmt, ap);
+    va_end(ap);
+}
+
+const hbm_hproc *doc_find_proc(const hbm_obs *obs, int pid)
+{
+    if (!obs->has_host)
+        return NULL;
+    for (size_t i = 0; i < obs->host.nprocs; i++)
+        if (obs->host.procs[i].pid == pid)
+            return &obs->host.procs[i];
+    return NULL;
+}
+
+double doc_age(const hbm_obs *obs, const hbm_hproc *p, double now)
+{
+    if (!p || obs->host.clk_tck <= 0 || obs->host.boot_time <= 0 || now <= 0)
+        return -1;
+    double start = obs->host.boot_time + (double)p->starttime / (double)obs->host.clk_tck;
+    return now > start ? now - start : 0;
+}
+
+void hbm_doctor_reset_command(const hbm_device *dev, char *buf, size_t n)
+{
+    if (dev->vendor == HBM_VENDOR_NVIDIA)
+        snprintf(buf, n, "nvidia-smi --gpu-reset -i %lld", (long long)dev->index);
+    else
+        snprintf(buf, n, "npu-smi set -t reset -i %lld -c %lld", (long long)dev->index,
+                 (long long)(dev->chip >= 0 ? dev->chip : 0));
+}
+
+static void dev_label(const hbm_device *d, char *buf, size_t n)
+{
+    if (d->vendor == HBM_VENDOR_ASCEND) {
+        if (d->logic_id >= 0)
+            snprintf(buf, n, "NPU %lld chip %lld (logic %lld)", (long long)d->index,
+                     (long long)d->chip, (long long)d->logic_id);
+        else
+            snprintf(buf, n, "NPU %lld chip %lld", (long long)d->index, (long long)d->chip);
+    } else {
+        snprintf(buf, n, "GPU %lld", (long long)d->index);
+    }
+}
+
+/* A process that is by construction some server's child (a multiprocessing spawn/fork
+ * child, or vLLM's VLLM::* titled EngineCore/Worker) and whose parent is now init has lost
+ * the process that started it. */
+static bool reparented_worker(const hbm_hproc *hp)
+{
+    if (!hp || hp->ppid > 1 || hp->state == 'Z')
+        return false;
+    if (strncmp(hp->comm, "VLLM::", 6) == 0 || strncmp(hp->comm, "VLLM", 4) == 0)
+        return true;
+    const char *c = hp->cmdline ? hp->cmdline : "";
+    return strncmp(c, "VLLM::", 6) == 0 || strstr(c, "--multiprocessing-fork") ||
+           strstr(c, "multiprocessing.spawn");
+}
+
+static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_hproc *hp,
+                             double now)
+{
+    json_t *e = json_object();
+    json_object_set_new(e, "pid", json_integer(p->pid));
+    json_object_set_new(e, "name", json_string(p->name[0] ? p->name : hp ? hp->comm : ""));
+    json_object_set_new(e, "memory_bytes", doc_jint(p->memory_bytes));
+    json_object_set_new(e, "state", json_string(hbm_pid_state_name(p->state)));
+    if (p->state_why[0])
+        json_object_set_new(e, "why", json_string(p->state_why));
+    if (hp) {
+        char st[2] = {hp->state, 0};
+        json_object_set_new(e, "proc_state", json_string(st));
+        json_object_set_new(e, "ppid", json_integer(hp->ppid));
+        json_object_set_new(e, "starttime", json_integer((json_int_t)hp->starttime));
+        double age = doc_age(obs, hp, now);
+        json_object_set_new(e, "age_seconds", age >= 0 ? json_real(age) : json_null());
+        if (hp->wchan[0])
+            json_object_set_new(e, "wchan", json_string(hp->wchan));
+        if (hp->container_id[0])
+            json_object_set_new(e, "container", json_string(hp->container_id));
+        json_object_set_new(e, "cgroup_gone", json_boolean(hp->cgroup_gone));
+        if (hp->cmdline && hp->cmdline[0])
+            json_object_set_new(e, "cmdline", json_string(hp->cmdline));
+    }
+    return e;
+}
+
+static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
+                            hbm_findings *out)
+{
+    char label[96], sz[32], reset[96];
+    dev_label(d, label, sizeof label);
+    hbm_doctor_reset_command(d, reset, sizeof reset);
+    int64_t uid = hbm_device_user_id(d);
+    for (size_t i = 0; i < d->nprocs; i++) {
+        const hbm_dproc *p = &d->procs[i];
+        const hbm_hproc *hp = doc_find_proc(obs, (int)p->pid);
+        const char *name = p->name[0] ? p->name : hp ? hp->comm : "?";
+        hbm_fmt_size(sz, sizeof sz, p->memory_bytes);
+        hbm_finding *x = NULL;
+        bool orphan = p->state == HBM_PID_ABANDONED ||
+                      (p->state == HBM_PID_LIVE && reparented_worker(hp));
+        if (orphan) {
+            x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, uid,
+                        "pid %lld (%s) holds %s on %s and the process that started it is gone",
+                        (long long)p->pid, name, sz, label);
+            doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
+                          "period; the driver returns the memory once it has exited. Start "
+                          "servers under `hbmctl run` so this cannot happen again.");
+            if (hp) {
+                x->action.kind = HBM_ACT_KILL;
+                x->action.pid = hp->pid;
+                x->action.starttime = hp->starttime;
+                snprintf(x->action.text, sizeof x->action.text,
+                         "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid,
+                         hp->comm);
+            }
+        } else if (p->state == HBM_PID_ZOMBIE) {
+            const hbm_hproc *parent = hp ? doc_find_proc(obs, hp->ppid) : NULL;
+            x = doc_add(out, "zombie-holder", HBM_SEV_CRITICAL, uid,
+                        "pid %lld (%s) on %s is a zombie; the driver still counts %s for it",
+                        (long long)p->pid, name, label, sz);
+            doc_remedy(x, "A signal cannot end a zombie. Its parent pid %d (%s) must reap "
+                          "it: stop or restart that parent. If the memory stays after the "
+                          "zombie is gone, threads may still be in the driver (see "
+                          "/proc/%lld/task/*/stat); then reset the device: %s (hbmctl never "
+                          "runs it).",
+                       hp ? hp->ppid : -1, parent ? parent->comm : "unknown",
+                       (long long)p->pid, reset);
+        } else if (p->state == HBM_PID_STUCK) {
+            x = doc_add(out, "stuck-holder", HBM_SEV_CRITICAL, uid,
+                        "pid %lld (%s) on %s is stuck in the kernel (D state%s%s) holding %s",
+                        (long long)p->pid, name, label, hp && hp->wchan[0] ? " at " : "",
+                        hp ? hp->wchan : "", sz);
+            doc_remedy(x, "No signal ends a process in uninterruptible sleep until its kernel "
+                          "call returns. Wait, check dmesg for driver errors; if it never "
+                          "returns, reset the device (%s, never run by hbmctl) or reboot.",
+                       reset);
+        } else if (p->state == HBM_PID_GONE) {
+            x = doc_add(out, "gone-holder", HBM_SEV_CRITICAL, uid,
+                        "the driver lists pid %lld with %s on %s but no such process exists",
+                        (long long)p->pid, sz, label);
+            doc_remedy(x, "The driver frees memory asynchronously after a process exits: "
+                          "check again in a few seconds. If it stays, nothing on this host "
+                          "can release it except a device reset: %s (hbmctl never runs it).",
+                       reset);
+        }
+        if (x)
+            json_object_set_new(x->evidence, "process", proc_evidence(obs, p, hp, now));
+    }
+}
+
+static bool any_host_holder(const hbm_obs *obs)
+{
+    for (size_t i = 0; i < obs->host.nprocs; i++)
+        if (obs->host.procs[i].ndev_paths > 0 && obs->host.procs[i].state != 'Z')
+            return true;
+    return false;
+}
+
+static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_findings *out)
+{
+    char label[96], reset[96], a[32], b[32];
+    dev_label(d, label, sizeof label);
+    hbm_doctor_reset_command(d, reset, sizeof reset);
+    int64_t uid = hbm_device_user_id(d);
+
+    if (!d->healthy) {
+        hbm_finding *x = doc_add(out, "device-needs-reset", HBM_SEV_CRITICAL, uid,
+                                 "%s reports health %s", label,
+                                 d->health[0] ? d->health : "not OK");
+        json_object_set_new(x->evidence, "health", json_string(d->health));
+        json_object_set_new(x->evidence, "reset_command", json_string(reset));
+        doc_remedy(x, "Move work off it, stop every process using it, then reset it: %s "
+                      "(hbmctl never runs it). If health stays bad, the card needs service.",
+                   reset);
+    }
+
+    if (d->verdict == HBM_VERDICT_UNACCOUNTED) {
+        int64_t base = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
+        int64_t unacc = hbm_device_unaccounted_bytes(d);
+        bool sees = obs->has_host && obs->host.sees_host_pids;
+        hbm_finding *x = doc_add(out, "unaccounted-memory", HBM_SEV_WARNING, uid,
+                                 "%s: %s used, %s not accounted for by any live process",
+                                 label, hbm_fmt_size(a, sizeof a, d->memory_used_bytes),
+                                 hbm_fmt_size(b, sizeof b, unacc));
+        json_t *e = x->evidence;
+        json_object_set_new(e, "memory_used_bytes", doc_jint(d->memory_used_bytes));
+        json_object_set_new(e, "memory_total_bytes", doc_jint(d->memory_total_bytes));
+        json_object_set_new(e, "baseline_bytes", doc_jint(base));
+        json_object_set_new(e, "unaccounted_bytes", doc_jint(unacc));
+        json_object_set_new(e, "sees_host_pids",
+                            obs->has_host ? json_boolean(obs->host.sees_host_pids) : json_null());
+        json_object_set_new(e, "reason", json_string(d->reason));
+        if (!obs->has_host)
+            doc_remedy(x, "This input has no host facts, so a container's partial view and "
+                          "leaked memory look the same: run `hbmctl doctor` on the host.");
+        else if (!sees)
+            doc_remedy(x, "hbmctl cannot see the host's pids here (%s): the memory is "
+                          "probably held by a process in another container or on the host. "
+                          "Run hbmctl on the host (or with --pid=host) to name it.",
+                       obs->host.sees_host_pids_why);
+        else {
+            bool holders = any_host_holder(obs);
+            doc_remedy(x, "hbmctl sees every host pid and none accounts for it. A process "
+                          "that just exited is freed asynchronously: check again in a few "
+                          "seconds. If it stays%s, reset the device: %s (never run by hbmctl).",
+                       holders ? " and the processes that hold device files are stopped" : "",
+                       reset);
+            if (!holders) {
+                hbm_finding *r = doc_add(out, "device-needs-reset", HBM_SEV_CRITICAL, uid,
+                                         "%s holds %s that no process on this host can "
+                                         "release", label, b);
+                json_t *c = json_array();
+                json_array_append_new(c, json_string("hbmctl sees the host's pids"));
+                json_array_append_new(c, json_string("no process holds an accelerator device "
+                                                     "file"));
+                json_array_append_new(c, json_string("the driver lists no live process on "
+                                                     "this device"));
+                json_object_set_new(r->evidence, "checks_passed", c);
+                json_object_set_new(r->evidence, "unaccounted_bytes", doc_jint(unacc));
+                json_object_set_new(r->evidence, "reset_command", json_string(reset));
+                doc_remedy(r, "Re-check once (release is asynchronous). Then reset it: %s. "
+                              "hbmctl prints the command and never runs it.", reset);
+            }
+        }
+    }
+
+    /* npu-smi's Hugepages-Usage column counts the card's own memory pool (SPEC 1). */
+    if (d->hugepages_total > 0 && d->hugepages_used >= d->hugepages_total) {
+        bool bad = false;
+        json_t *holders = json_array();
+        for (size_t i = 0; i < d->nprocs; i++) {
+            const hbm_dproc *p = &d->procs[i];
+            bad |= p->state == HBM_PID_ABANDONED || p->state == HBM_PID_ZOMBIE ||
+                   p->state == HBM_PID_STUCK || p->state == HBM_PID_GONE ||
+                   (p->state == HBM_PID_LIVE && reparented_worker(doc_find_proc(obs, (int)p->pid)));
+            json_array_append_new(holders, json_pack("{s:I, s:s, s:o, s:s}", "pid",
+                                                     (json_int_t)p->pid, "name", p->name,
+                                                     "memory_bytes", doc_jint(p->memory_bytes),
+                                                     "state", hbm_pid_state_name(p->state)));
+        }
+        hbm_finding *x = doc_add(out, "device-hugepages-full", bad ? HBM_SEV_WARNING : HBM_SEV_INFO,
+                                 uid,
+                                 "%s: npu-smi Hugepages-Usage %lld/%lld pages (100%%) is the "
+                                 "card's own memory held by its processes, not host hugepages",
+                                 label, (long long)d->hugepages_used, (long long)d->hugepages_total);
+        json_t *e = x->evidence;
+        json_object_set_new(e, "hugepages_used", json_integer(d->hugepages_used));
+        json_object_set_new(e, "hugepages_total", json_integer(d->hugepages_total));
+        json_object_set_new(e, "memory_used_bytes", doc_jint(d->memory_used_bytes));
+        json_object_set_new(e, "holders", holders);
+        doc_remedy(x, "Only ending the process that holds the card's memory lowers it%s. "
+                      "Host-side cleanup (ipcrm, vm.nr_hugepages, THP) cannot change it; "
+                      "`ipcs -m | grep ascend` matches nothing on a normal host, and a blanket "
+                      "ipcrm deletes live segments such as the CANN log daemon's (key "
+                      "0x474f4c46).",
+                   bad ? " (see the orphan/zombie finding for this device)" : "");
+    }
+}
+
+static void sysv_findings(const hbm_obs *obs, hbm_findings *out)
+{
+    const hbm_host *h = &obs->host;
+    if (!h->sees_host_pids)
+        return; /* creator liveness cannot be judged from inside another PID namespace */
+    for (size_t i = 0; i < h->nsysv; i++) {
+        const hbm_sysv_seg *s = &h->sysv[i];
+        bool creator_dead = s->cpid > 0 && !s->cpid_alive;
+        bool last_dead = s->lpid <= 0 || !s->lpid_alive;
+        if (s->nattch != 0 || !creator_dead || !last_dead)
+            continue;
+        char sz[32];
+        hbm_finding *x = doc_add(out, "stale-sysv-shm", HBM_SEV_WARNING, HBM_UNKNOWN,
+                                 "SysV segment key 0x%08llx id %d (%s): nobody attaches it "
+                                 "and its creator pid %d is gone",
+                                 (unsigned long long)(s->key & 0xffffffffLL), s->shmid,
+                                 hbm_fmt_size(sz, sizeof sz, (int64_t)s->size), s->cpid);
+        char key[16];
+        snprintf(key, sizeof key, "0x%08llx", (unsigned long long)(s->key & 0xffffffffLL));
+        json_t *e = x->evidence;
+        json_object_set_new(e, "key", json_string(key));
+        json_object_set_new(e, "shmid", json_integer(s->shmid));
+        json_object_set_new(e, "size_bytes", json_integer((json_int_t)s->size));
+        json_object_set_new(e, "nattch", json_integer((json_int_t)s->nattch));
+        json_object_set_new(e, "cpid", json_integer(s->cpid));
+        json_object_set_new(e, "lpid", json_integer(s->lpid));
+        json_object_set_new(e, "uid", json_integer(s->uid));
+        if (s->key == CANN_SLOGD_KEY)
+            json_object_set_new(e, "known_as", json_string("CANN log daemon (slogd) segment; "
+                                                           "slogd recreates it when it starts"));
+        doc_remedy(x, "Remove it (clean --apply: IPC_RMID, after checking again that nattch is "
+                      "0 and creator and last user are dead). It is host memory, not device "
+                      "memory: removing it frees %s and no accelerator memory.", sz);
+        x->action.kind = HBM_ACT_SYSV_RMID;
+        x->action.shmid = s->shmid;
+        x->action.key = s->key;
+        snprintf(x->action.text, sizeof x->action.text, "remove SysV segment id %d (key %s)",
+                 s->shmid, key);
+    }
+}
+
+static void posix_findings(const hbm_obs *obs, hbm_findings *out)
+{
+    const hbm_host *h = &obs->host;
+    if (!h->sees_host_pids)
+        return; /* holders in other PID namespaces would be invisible */
+    for (size_t i = 0; i < h->nposix; i++) {
+        const hbm_posix_shm *s = &h->posix[i];
+        if (s->nholders > 0 || !s->path)
+            continue;
+        char sz[32];
+        hbm_finding *x = doc_add(out, "stale-posix-shm", HBM_SEV_WARNING, HBM_UNKNOWN,
+                                 "%s (%s): no process maps it or holds it open", s->path,
+                                 hbm_fmt_size(sz, sizeof sz, (int64_t)s->size));
+        json_object_set_new(x->evidence, "path", json_string(s->path));
+        json_object_set_new(x->evidence, "size_bytes", json_integer((json_int_t)s->size));
+        json_object_set_new(x->evidence, "uid", json_integer(s->uid));
+        json_object_set_new(x->evidence, "mtime", json_integer(s->mtime));
+        doc_remedy(x, "Remove it (clean --apply unlinks it after checking again that no "
+                      "process maps or holds it). A semaphore left locked (sem.*) otherwise "
+                      "makes the next run wait.");
+        x->action.kind = HBM_ACT_SHM_UNLINK;
+        snprintf(x->action.path, sizeof x->action.path, "%s", s->path);
+        snprintf(x->action.text, sizeof x->action.text, "unlink %s", s->path);
+    }
+}
+
+static void memory_findings(const hbm_obs *obs, const hbm_doctor_opts *o, hbm_findings *out)
+{
+    const hbm_host *h = &obs->host;
+    for (size_t i = 0; i < h->nhuge; i++) {
+        const hbm_hugepages *g = &h->huge[i];
+        if (g->total <= 0 || g->free < 0)
+            continue;
+        int64_t avail = g->free - (g->rsvd > 0 ? g->rsvd : 0);
+        if (avail > 0)
+            continue;
+        char where[48], psz[32];
+        if (g->node < 0)
+            snprintf(where, sizeof where, "system pool");
+        else
+            snprintf(where, sizeof where, "NUMA node %d", g->node);
+        hbm_finding *x = doc_add(out, "hugepages-exhausted", HBM_SEV_WARNING, HBM_UNKNOWN,
+                                 "host hugepages exhausted (%s, %s pages): %lld of %lld free, "
+                                 "%lld reserved", where,
+                                 hbm_fmt_size(psz, sizeof psz, (int64_t)g->page_size_bytes),
+                                 (long long)g->free, (long long)g->total,
+                                 (long long)(g->rsvd > 0 ? g->rsvd : 0));
+        json_t *e = x->evidence;
+        json_object_set_new(e, "node", g->node < 0 ? json_null() : json_integer(g->node));
+        json_object_set_new(e, "page_size_bytes", json_integer((json_int_t)g->page_size_bytes));
+        json_object_set_new(e, "total", json_integer(g->total));
+        json_object_set_new(e, "free", json_integer(g->free));
+        json_object_set_new(e, "rsvd", doc_jint(g->rsvd));
+        json_object_set_new(e, "surp", doc_jint(g->surp));
+        doc_remedy(x, "Find the mappings (grep -l huge /proc/*/numa_maps; hugetlbfs files; "
+                      "SHM_HUGETLB segments) and end their owners, or raise vm.nr_hugepages. "
+                      "This is host memory: npu-smi's Hugepages-Usage column is unrelated.");
+    }
+    if (strcmp(h->thp, "always") == 0) {
+        hbm_finding *x = doc_add(out, "thp-always", HBM_SEV_INFO, HBM_UNKNOWN,
+                                 "transparent hugepages are 'always': every large anonymous or "
+                                 "shared mapping is backed by 2 MiB pages");
+        json_object_set_new(x->evidence, "enabled", json_string(h->thp));
+        json_object_set_new(x->evidence, "defrag", json_string(h->thp_defrag));
+        doc_remedy(x, "Inference hosts usually want 'madvise' (runtimes that benefit ask for "
+                      "it): echo madvise > /sys/kernel/mm/transparent_hugepage/enabled. "
+                      "'always' pins memory in huge pages and adds compaction stalls; it "
+                      "does not touch device memory.");
+    }
+    double limit = o->devshm_full_ratio > 0 ? o->devshm_full_ratio : 0.90;
+    if (h->devshm_total_bytes > 0 && h->devshm_used_bytes >= 0) {
+        double r = (double)h->devshm_used_bytes / (double)h->devshm_total_bytes;
+        if (r >= limit) {
+            char a[32], b[32];
+            hbm_finding *x = doc_add(out, "devshm-nearly-full",
+                                     r >= 0.98 ? HBM_SEV_CRITICAL : HBM_SEV_WARNING, HBM_UNKNOWN,
+                                     "/dev/shm is %.0f%% full (%s of %s)", r * 100,
+                                     hbm_fmt_size(a, sizeof a, h->devshm_used_bytes),
+                                     hbm_fmt_size(b, sizeof b, h->devshm_total_bytes));
+            json_object_set_new(x->evidence, "used_bytes", json_integer(h->devshm_used_bytes));
+            json_object_set_new(x->evidence, "total_bytes", json_integer(h->devshm_total_bytes));
+            json_object_set_new(x->evidence, "ratio", json_real(r));
+            doc_remedy(x, "Inference servers pass tensors between processes through /dev/shm "
+                          "and fail when it is full: remove stale objects (see stale-posix-shm) "
+                          "or give the container a larger --shm-size.");
+        }
+    }
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const hbm_finding *x = a, *y = b;
+    if (x->severity != y->severity)
+        return x->severity > y->severity ? -1 : 1;
+    int c = strcmp(x->id, y->id);
+    if (c)
+        return c;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return strcmp(x->summary, y->summary);
+}
+
+void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_findings *out)
+{
+    memset(out, 0, sizeof *out);
+    hbm_doctor_opts def = {0};
+    const hbm_doctor_opts *o = opts ? opts : &def;
+    double now = o->now > 0 ? o->now : obs->captured_at;
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        holder_findings(obs, &obs->devs[i], now, out);
+        device_findings(obs, &obs->devs[i], out);
+    }
+    if (obs->has_host) {
+        sysv_findings(obs, out);
+        posix_findings(obs, out);
+        memory_findings(obs, o, out);
+        doc_server_findings(obs, out);
+    }
+    if (out->n > 1)
+        qsort(out->items, out->n, sizeof *out->items, cmp_finding);
+}
+
+void hbm_findings_free(hbm_findings *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        json_decref(f->items[i].evidence);
+    free(f->items);
+    memset(f, 0, sizeof *f);
+}

@@ -1,0 +1,223 @@
+/* Findings about running inference servers: the devices their visible-device variable
+ * names (missing, busy with another process, not matching the parallel size) and the
+ * port they were told to serve on. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+#include "hbm/util.h"
+
+static bool is_server(const hbm_hproc *p)
+{
+    const char *c = p->cmdline ? p->cmdline : "";
+    if (!*c || p->state == 'Z')
+        return false;
+    static const char *const marks[] = {"vllm", "sglang", "mindie", "lmdeploy",
+                                        "text-generation-launcher", "VLLM::", NULL};
+    for (size_t i = 0; marks[i]; i++)
+        if (strstr(c, marks[i]))
+            return true;
+    return false;
+}
+
+/* Value of "--name V" or "--name=V" in a space-joined command line; NULL when absent. */
+static bool arg_value(const char *cmd, const char *name, char *out, size_t n)
+{
+    size_t len = strlen(name);
+    for (const char *p = cmd; (p = strstr(p, name)); p += len) {
+        if (p != cmd && p[-1] != ' ')
+            continue;
+        const char *v = p + len;
+        if (*v == '=' || *v == ' ')
+            v++;
+        else
+            continue;
+        size_t k = 0;
+        while (v[k] && v[k] != ' ' && k + 1 < n) {
+            out[k] = v[k];
+            k++;
+        }
+        out[k] = '\0';
+        return k > 0;
+    }
+    return false;
+}
+
+static long arg_long(const char *cmd, const char *a, const char *b, long dflt)
+{
+    char v[32];
+    if (!arg_value(cmd, a, v, sizeof v) && !(b && arg_value(cmd, b, v, sizeof v)))
+        return dflt;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end == '\0' && x > 0 ? x : dflt;
+}
+
+/* True when pid is root or one of its descendants among the recorded processes. */
+static bool in_tree(const hbm_obs *obs, int root, int pid)
+{
+    for (int depth = 0; depth < 64 && pid > 1; depth++) {
+        if (pid == root)
+            return true;
+        const hbm_hproc *p = doc_find_proc(obs, pid);
+        if (!p)
+            return false;
+        pid = p->ppid;
+    }
+    return false;
+}
+
+/* The outermost server of a tree carries the findings once (its children inherit the
+ * same variables and arguments). */
+static bool parent_is_server(const hbm_obs *obs, const hbm_hproc *p)
+{
+    const hbm_hproc *pp = doc_find_proc(obs, p->ppid);
+    return pp && is_server(pp);
+}
+
+static const hbm_device *find_dev(const hbm_obs *obs, int64_t uid)
+{
+    for (size_t i = 0; i < obs->ndevs; i++)
+        if (hbm_device_user_id(&obs->devs[i]) == uid)
+            return &obs->devs[i];
+    return NULL;
+}
+
+static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *out)
+{
+    const char *v = s->visible_devices;
+    long ids[64];
+    size_t n = 0;
+    /* The runtimes stop at the first token that is not a number. */
+    for (const char *p = v; *p && n < 64;) {
+        while (*p == ' ')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            break;
+        char *end;
+        ids[n++] = strtol(p, &end, 10);
+        p = end;
+        while (*p == ' ')
+            p++;
+        if (*p != ',')
+            break;
+        p++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const hbm_device *d = find_dev(obs, ids[i]);
+        if (!d) {
+            hbm_finding *x = doc_add(out, "visible-device-missing", HBM_SEV_WARNING, ids[i],
+                                     "pid %d (%s) was started with visible devices '%s', but "
+                                     "device %ld does not exist here",
+                                     s->pid, s->comm, v, ids[i]);
+            json_object_set_new(x->evidence, "pid", json_integer(s->pid));
+            json_object_set_new(x->evidence, "visible_devices", json_string(v));
+            json_object_set_new(x->evidence, "device", json_integer(ids[i]));
+            doc_remedy(x, "Use the ids `hbmctl status` shows (logic ids on Ascend, indexes on "
+                          "NVIDIA), or let `hbmctl pick N` choose free ones.");
+            continue;
+        }
+        for (size_t j = 0; j < d->nprocs; j++) {
+            const hbm_dproc *p = &d->procs[j];
+            if (in_tree(obs, s->pid, (int)p->pid) ||
+                (p->state != HBM_PID_LIVE && p->state != HBM_PID_ABANDONED &&
+                 p->state != HBM_PID_STUCK && p->state != HBM_PID_ZOMBIE))
+                continue;
+            char sz[32];
+            hbm_finding *x = doc_add(out, "visible-device-busy", HBM_SEV_WARNING, ids[i],
+                                     "pid %d (%s) was given device %ld, which pid %lld (%s) "
+                                     "outside its process tree also uses (%s)", s->pid,
+                                     s->comm, ids[i], (long long)p->pid, p->name,
+                                     hbm_fmt_size(sz, sizeof sz, p->memory_bytes));
+            json_object_set_new(x->evidence, "pid", json_integer(s->pid));
+            json_object_set_new(x->evidence, "visible_devices", json_string(v));
+            json_object_set_new(x->evidence, "device", json_integer(ids[i]));
+            json_object_set_new(x->evidence, "other_pid", json_integer(p->pid));
+            json_object_set_new(x->evidence, "other_memory_bytes", doc_jint(p->memory_bytes));
+            doc_remedy(x, "Two servers on one device share its memory and the second one's "
+                          "start-up check fails: give each server its own devices "
+                          "(`hbmctl pick N --lease NAME` or `hbmctl run --devices N`).");
+            break;
+        }
+    }
+    const char *cmd = s->cmdline ? s->cmdline : "";
+    long tp = arg_long(cmd, "--tensor-parallel-size", "-tp", 1);
+    long pp = arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
+    if (n > 0 && (long)n != tp * pp) {
+        bool too_few = (long)n < tp * pp;
+        hbm_finding *x = doc_add(out, "visible-devices-tp-mismatch",
+                                 too_few ? HBM_SEV_WARNING : HBM_SEV_INFO, HBM_UNKNOWN,
+                                 "pid %d (%s): %zu visible device%s '%s' for tensor parallel "
+                                 "%ld x pipeline parallel %ld", s->pid, s->comm, n,
+                                 n == 1 ? "" : "s", v, tp, pp);
+        json_object_set_new(x->evidence, "pid", json_integer(s->pid));
+        json_object_set_new(x->evidence, "visible_devices", json_string(v));
+        json_object_set_new(x->evidence, "visible_count", json_integer((json_int_t)n));
+        json_object_set_new(x->evidence, "tensor_parallel_size", json_integer(tp));
+        json_object_set_new(x->evidence, "pipeline_parallel_size", json_integer(pp));
+        if (too_few)
+            doc_remedy(x, "The server needs %ld devices and can see %zu: list %ld devices in "
+                       "the variable or lower --tensor-parallel-size.", tp * pp, n, tp * pp);
+        else
+            doc_remedy(x, "Only the first %ld of the %zu visible devices are used; the rest "
+                          "stay idle but reserved for this server.", tp * pp, n);
+    }
+}
+
+static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *out)
+{
+    long port = arg_long(s->cmdline ? s->cmdline : "", "--port", NULL, -1);
+    if (port <= 0 || port > 65535)
+        return;
+    const hbm_listener *mine = NULL, *other = NULL;
+    for (size_t i = 0; i < obs->host.nlisteners; i++) {
+        const hbm_listener *l = &obs->host.listeners[i];
+        if (l->port != port)
+            continue;
+        if (l->pid > 0 && in_tree(obs, s->pid, l->pid))
+            mine = l;
+        else
+            other = l;
+    }
+    if (mine)
+        return;
+    double age = doc_age(obs, s, obs->captured_at);
+    hbm_finding *x;
+    if (other && other->pid > 0) {
+        x = doc_add(out, "port-held-by-other", HBM_SEV_WARNING, HBM_UNKNOWN,
+                    "pid %d (%s) was told --port %ld, but pid %d listens there", s->pid,
+                    s->comm, port, other->pid);
+        json_object_set_new(x->evidence, "listener_pid", json_integer(other->pid));
+        doc_remedy(x, "Another process owns the port, so clients reach that one: stop it or "
+                      "give this server another --port.");
+    } else if (other) {
+        /* Listening, owner not visible (another namespace or no permission). */
+        return;
+    } else {
+        x = doc_add(out, "port-not-listening", HBM_SEV_WARNING, HBM_UNKNOWN,
+                    "pid %d (%s) was told --port %ld, and nothing listens on it", s->pid,
+                    s->comm, port);
+        doc_remedy(x, "A server still loading weights listens only when ready (age below). "
+                      "Otherwise it is hung or failed: read its log (`hbmctl explain`); "
+                      "clients must use the port it really serves.");
+    }
+    json_object_set_new(x->evidence, "pid", json_integer(s->pid));
+    json_object_set_new(x->evidence, "port", json_integer(port));
+    json_object_set_new(x->evidence, "age_seconds", age >= 0 ? json_real(age) : json_null());
+    if (s->cmdline)
+        json_object_set_new(x->evidence, "cmdline", json_string(s->cmdline));
+}
+
+void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
+{
+    for (size_t i = 0; i < obs->host.nprocs; i++) {
+        const hbm_hproc *s = &obs->host.procs[i];
+        if (!is_server(s) || parent_is_server(obs, s))
+            continue;
+        if (s->visible_devices && *s->visible_devices)
+            visible_findings(obs, s, out);
+        port_findings(obs, s, out);
+    }
+}

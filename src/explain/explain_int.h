@@ -1,0 +1,66 @@
+/* Internals shared by the explain module's files (not a public interface). */
+#ifndef HBM_EXPLAIN_INT_H
+#define HBM_EXPLAIN_INT_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "hbm/explain.h"
+
+/* Many literal needles found in one pass over a line: each position's two bytes index a
+ * table of the needles starting with them, so a line costs about one lookup per byte
+ * whatever the number of needles. */
+typedef struct expl_needle {
+    const char *s; /* borrowed */
+    size_t n;
+    int32_t next;
+    uint32_t target;
+} expl_needle;
+
+typedef struct expl_needles {
+    int32_t *head; /* owned: 65536 slots, -1 = none */
+    expl_needle *v; /* owned */
+    size_t n, cap;
+    bool fold; /* ASCII case-insensitive */
+} expl_needles;
+
+void expl_needles_init(expl_needles *ns, bool fold);
+void expl_needles_add(expl_needles *ns, const char *s, uint32_t target);
+/* Calls hit(ctx, target) for every needle found in line (a target may repeat). */
+void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
+                       void (*hit)(void *ctx, uint32_t target), void *ctx);
+void expl_needles_free(expl_needles *ns);
+
+typedef struct expl_unit {
+    char name[32];
+    double mult; /* the capture is a bare number in this unit */
+} expl_unit;
+
+/* Compiled form of one entry. */
+typedef struct expl_rt {
+    pcre2_code **re; /* owned, one per pattern */
+    size_t nre;
+    char (*names)[32]; /* owned: every capture name of the entry */
+    size_t nnames;
+    expl_unit *units; /* owned */
+    size_t nunits;
+    int kind; /* EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN */
+} expl_rt;
+
+enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
+
+struct hbm_catalog {
+    hbm_sig *sigs; /* owned */
+    expl_rt *rt;   /* owned, parallel to sigs */
+    size_t n;
+    char **servers; /* owned */
+    size_t nservers;
+    expl_needles kw; /* keyword -> entry index */
+    uint32_t max_ovector;
+};
+
+/* Value of a capture text: a number (commas allowed) times the unit, or a size with its
+ * own unit ("136.00 MiB"), else NAN. */
+double expl_capture_value(const char *text, const expl_rt *rt, const char *name);
+
+#endif

@@ -1,0 +1,195 @@
+/* The explain report as data: lookups, release, and the JSON of SPEC 9. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "explain_int.h"
+
+/* Log text may hold any bytes; JSON needs UTF-8, so invalid bytes become '?'. */
+static json_t *text_json(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    size_t n = strlen(s);
+    char *c = malloc(n + 1);
+    if (!c)
+        abort();
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t len = u[i] < 0x80 ? 1 : (u[i] >> 5) == 6 ? 2 : (u[i] >> 4) == 14 ? 3
+                                     : (u[i] >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (u[i + k] & 0xc0) == 0x80;
+        if (ok) {
+            memcpy(c + i, s + i, len);
+            i += len;
+        } else {
+            c[i++] = '?';
+        }
+    }
+    c[n] = '\0';
+    j = json_string(c);
+    if (!j) { /* overlong forms or surrogates: keep only ASCII */
+        for (i = 0; i < n; i++)
+            if (u[i] >= 0x80)
+                c[i] = '?';
+        j = json_string(c);
+    }
+    free(c);
+    return j;
+}
+
+static void free_lines(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void hbm_explain_report_free(hbm_explain_report *rep)
+{
+    for (size_t i = 0; i < rep->nfindings; i++) {
+        hbm_explain_finding *f = &rep->findings[i];
+        free(f->text);
+        for (size_t k = 0; k < f->nnums; k++)
+            free(f->nums[k].text);
+        free(f->nums);
+        free_lines(f->meaning, f->nmeaning);
+        free_lines(f->remedies, f->nremedies);
+        free_lines(f->live_lines, f->nlive_lines);
+        json_decref(f->live);
+    }
+    free(rep->findings);
+    for (size_t i = 0; i < rep->nfacts; i++)
+        free(rep->facts[i].text);
+    free(rep->facts);
+    for (size_t i = 0; i < rep->ntail; i++)
+        free(rep->tail[i].text);
+    memset(rep, 0, sizeof *rep);
+}
+
+const hbm_explain_fact *hbm_explain_report_fact(const hbm_explain_report *rep,
+                                                const char *name)
+{
+    for (size_t i = 0; i < rep->nfacts; i++)
+        if (strcmp(rep->facts[i].name, name) == 0)
+            return &rep->facts[i];
+    return NULL;
+}
+
+const hbm_explain_num *hbm_explain_finding_num(const hbm_explain_finding *f,
+                                               const char *name)
+{
+    for (size_t i = 0; i < f->nnums; i++)
+        if (strcmp(f->nums[i].name, name) == 0)
+            return &f->nums[i];
+    return NULL;
+}
+
+bool hbm_explain_report_wants_live(const hbm_explain_report *rep)
+{
+    for (size_t i = 0; i < rep->nfindings; i++)
+        if (rep->findings[i].sig->nchecks > 0)
+            return true;
+    return false;
+}
+
+static json_t *strings_json(char **v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *notes_json(const hbm_sig_note *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s}", "text", v[i].text);
+        if (v[i].when)
+            json_object_set_new(o, "when", json_string(v[i].when));
+        if (v[i].otherwise)
+            json_object_set_new(o, "else", json_string(v[i].otherwise));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *products_json(const hbm_sig *s)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < s->nproducts; i++)
+        json_array_append_new(a, json_pack("{s:s,s:s}", "name", s->products[i].name,
+                                           "versions", s->products[i].versions));
+    return a;
+}
+
+json_t *hbm_explain_report_json(const hbm_explain_report *rep)
+{
+    json_t *findings = json_array();
+    for (size_t i = 0; i < rep->nfindings; i++) {
+        const hbm_explain_finding *f = &rep->findings[i];
+        json_t *nums = json_object();
+        for (size_t k = 0; k < f->nnums; k++) {
+            double v = f->nums[k].value;
+            json_object_set_new(nums, f->nums[k].name,
+                                isnan(v) ? text_json(f->nums[k].text)
+                                : (v == floor(v) && fabs(v) < 9e15) ? json_integer((json_int_t)v)
+                                                                     : json_real(v));
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(f->sig->id));
+        json_object_set_new(o, "severity", json_string(f->sig->severity));
+        json_object_set_new(o, "title", json_string(f->sig->title));
+        json_object_set_new(o, "line", json_integer((json_int_t)f->line));
+        json_object_set_new(o, "last_line", json_integer((json_int_t)f->last_line));
+        json_object_set_new(o, "count", json_integer((json_int_t)f->count));
+        json_object_set_new(o, "text", text_json(f->text));
+        json_object_set_new(o, "cause", json_string(f->sig->cause));
+        json_object_set_new(o, "meaning", strings_json(f->meaning, f->nmeaning));
+        json_object_set_new(o, "numbers", nums);
+        json_object_set_new(o, "remedies", strings_json(f->remedies, f->nremedies));
+        json_object_set_new(o, "wrapper", json_boolean(f->sig->wrapper));
+        json_object_set_new(o, "live", f->live ? json_incref(f->live) : json_null());
+        json_array_append_new(findings, o);
+    }
+    json_t *tail = json_array();
+    if (rep->nfindings == 0)
+        for (size_t i = 0; i < rep->ntail; i++)
+            json_array_append_new(tail, json_pack("{s:I,s:o}", "line",
+                                                  (json_int_t)rep->tail[i].line, "text",
+                                                  text_json(rep->tail[i].text)));
+    json_t *facts = json_object();
+    for (size_t i = 0; i < rep->nfacts; i++)
+        json_object_set_new(facts, rep->facts[i].name,
+                            json_pack("{s:o,s:I}", "value",
+                                      text_json(rep->facts[i].text), "line",
+                                      (json_int_t)rep->facts[i].line));
+    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o}", "findings", findings, "lines",
+                     (json_int_t)rep->lines, "bytes", (json_int_t)rep->bytes, "cut_lines",
+                     (json_int_t)rep->cut_lines, "error_lines", tail, "facts", facts);
+}
+
+json_t *hbm_explain_catalog_json(const hbm_catalog *cat)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < cat->n; i++) {
+        const hbm_sig *s = &cat->sigs[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(s->id));
+        json_object_set_new(o, "kind", json_string(s->kind));
+        json_object_set_new(o, "severity", json_string(s->severity));
+        json_object_set_new(o, "title", s->title ? json_string(s->title) : json_null());
+        json_object_set_new(o, "products", products_json(s));
+        json_object_set_new(o, "patterns", strings_json(s->patterns, s->npatterns));
+        json_object_set_new(o, "cause", s->cause ? json_string(s->cause) : json_null());
+        json_object_set_new(o, "remedies", notes_json(s->remedies, s->nremedies));
+        json_object_set_new(o, "checks", strings_json(s->checks, s->nchecks));
+        json_array_append_new(a, o);
+    }
+    return json_pack("{s:o}", "entries", a);
+}

@@ -1,0 +1,486 @@
+/* The log reader: streams any input in chunks (a gigabyte log never sits in memory),
+ * cuts over-long lines, cleans container-log decoration, and matches each line against
+ * the catalogue. A line first has to contain one of an entry's literal keywords, so the
+ * regular expressions only run on the few lines that can match. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "explain_int.h"
+#include "hbm/util.h"
+
+#define TEXT_KEEP 2048 /* bytes of a matching line kept for the report */
+#define TAIL_KEEP 400  /* bytes of an error-looking line kept */
+#define NO_FINDING ((size_t)-1)
+
+/* Words that make an unknown line look like an error (case-insensitive). */
+static const char *const error_words[] = {
+    "error", "exception", "traceback", "fail", "fatal", "refused", "killed",
+    "out of memory", "timed out", "timeout", "abort", "panic", "denied",
+    "segmentation fault", "core dumped", "reset by peer", NULL};
+
+struct hbm_explain_scanner {
+    const hbm_catalog *cat;
+    char *line; /* owned: HBM_EXPLAIN_LINE_MAX + 1 */
+    size_t len;
+    bool cutting; /* the current line is over the limit: skip to its newline */
+    char *pending; /* owned: CRI partial records waiting for their final part */
+    size_t plen;
+    uint64_t pending_line;
+    uint64_t lineno;
+    hbm_explain_report rep;
+    pcre2_match_data *md;
+    uint8_t *cand;  /* per entry: keyword seen in this line */
+    uint32_t *hits; /* entries seen in this line */
+    size_t nhits;
+    size_t *finding_of; /* per entry: index into rep.findings */
+    expl_needles errwords;
+};
+
+/* ---- cleaning ---- */
+
+static size_t digits(const char *s, size_t len, size_t at, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (at + i >= len || s[at + i] < '0' || s[at + i] > '9')
+            return 0;
+    return n;
+}
+
+/* Length of an RFC 3339 timestamp with its trailing space at the start of s, else 0:
+ * 2024-08-03T02:38:39.123456789Z, 2024-08-03T02:38:39+08:00, "2024-08-03 02:38:39Z". */
+static size_t rfc3339_prefix(const char *s, size_t len)
+{
+    size_t p = 0;
+    if (!digits(s, len, p, 4) || p + 4 >= len || s[p + 4] != '-')
+        return 0;
+    p += 5;
+    if (!digits(s, len, p, 2) || p + 2 >= len || s[p + 2] != '-')
+        return 0;
+    p += 3;
+    if (!digits(s, len, p, 2) || p + 2 >= len || (s[p + 2] != 'T' && s[p + 2] != ' '))
+        return 0;
+    bool has_t = s[p + 2] == 'T';
+    p += 3;
+    for (int k = 0; k < 3; k++) {
+        if (!digits(s, len, p, 2))
+            return 0;
+        p += 2;
+        if (k < 2) {
+            if (p >= len || s[p] != ':')
+                return 0;
+            p++;
+        }
+    }
+    if (p < len && (s[p] == '.' || s[p] == ',') && p + 1 < len && s[p + 1] >= '0' &&
+        s[p + 1] <= '9') {
+        p++;
+        while (p < len && s[p] >= '0' && s[p] <= '9')
+            p++;
+    }
+    bool has_zone = false;
+    if (p < len && s[p] == 'Z') {
+        p++;
+        has_zone = true;
+    } else if (p < len && (s[p] == '+' || s[p] == '-') && digits(s, len, p + 1, 2)) {
+        p += 3;
+        if (p < len && s[p] == ':')
+            p++;
+        if (!digits(s, len, p, 2))
+            return 0;
+        p += 2;
+        has_zone = true;
+    }
+    /* A plain "date time " could be an application's own format; only the container
+     * forms (T separator or a zone) are decoration. */
+    if (!has_t && !has_zone)
+        return 0;
+    if (p >= len || s[p] != ' ')
+        return 0;
+    return p + 1;
+}
+
+size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
+{
+    *partial = false;
+    size_t w = 0;
+    for (size_t r = 0; r < len; r++) {
+        unsigned char c = (unsigned char)line[r];
+        if (c == 0x1b) { /* ANSI escape: CSI, OSC, or a two-byte sequence */
+            if (r + 1 < len && line[r + 1] == '[') {
+                r += 2;
+                while (r < len && ((unsigned char)line[r] < 0x40 || (unsigned char)line[r] > 0x7e))
+                    r++;
+            } else if (r + 1 < len && line[r + 1] == ']') {
+                r += 2;
+                while (r < len && line[r] != '\a' &&
+                       !(line[r] == 0x1b && r + 1 < len && line[r + 1] == '\\'))
+                    r++;
+                if (r < len && line[r] == 0x1b)
+                    r++;
+            } else {
+                r++;
+            }
+            continue;
+        }
+        if (c == '\r' || c == '\0')
+            c = ' ';
+        line[w++] = (char)c;
+    }
+    while (w > 0 && (line[w - 1] == ' ' || line[w - 1] == '\t'))
+        w--;
+    size_t skip = rfc3339_prefix(line, w);
+    if (skip) {
+        /* CRI (containerd, CRI-O): "TIME stdout F text"; P marks a partial record. */
+        static const char *const streams[] = {"stdout ", "stderr "};
+        for (size_t i = 0; i < 2; i++) {
+            size_t sl = strlen(streams[i]);
+            if (w - skip >= sl + 2 && memcmp(line + skip, streams[i], sl) == 0 &&
+                (line[skip + sl] == 'F' || line[skip + sl] == 'P') &&
+                (skip + sl + 1 == w || line[skip + sl + 1] == ' ')) {
+                *partial = line[skip + sl] == 'P';
+                skip += sl + 1 + (skip + sl + 1 < w);
+                break;
+            }
+        }
+        memmove(line, line + skip, w - skip);
+        w -= skip;
+    }
+    line[w] = '\0';
+    return w;
+}
+
+/* ---- matching ---- */
+
+typedef struct lookup_ctx {
+    const hbm_explain_finding *f;
+    const expl_rt *rt;
+} lookup_ctx;
+
+static bool finding_lookup(void *ctx, const char *name, double *value, const char **text)
+{
+    lookup_ctx *lc = ctx;
+    for (size_t i = 0; i < lc->f->nnums; i++)
+        if (strcmp(lc->f->nums[i].name, name) == 0) {
+            *value = lc->f->nums[i].value;
+            *text = lc->f->nums[i].text;
+            return true;
+        }
+    for (size_t i = 0; i < lc->rt->nnames; i++)
+        if (strcmp(lc->rt->names[i], name) == 0) {
+            *value = NAN;
+            *text = NULL;
+            return true;
+        }
+    return false;
+}
+
+/* A note renders when its condition holds and its numbers are known; else its fallback. */
+static char *render_note(const hbm_sig_note *note, lookup_ctx *lc)
+{
+    hbm_err err = {{0}};
+    bool ok = true;
+    if (note->when) {
+        double v;
+        ok = hbm_explain_eval(note->when, finding_lookup, lc, &v, &err) == 0 && !isnan(v) &&
+             v != 0.0;
+    }
+    if (ok) {
+        bool unknown;
+        char *out = hbm_explain_render(note->text, finding_lookup, lc, &unknown, &err);
+        if (out)
+            return out;
+    }
+    return note->otherwise ? hbm_xstrdup(note->otherwise) : NULL;
+}
+
+static void render_finding(hbm_explain_finding *f, const expl_rt *rt)
+{
+    lookup_ctx lc = {.f = f, .rt = rt};
+    const hbm_sig *s = f->sig;
+    f->meaning = hbm_xcalloc(s->nmeaning + 1, sizeof *f->meaning);
+    for (size_t i = 0; i < s->nmeaning; i++) {
+        char *t = render_note(&s->meaning[i], &lc);
+        if (t)
+            f->meaning[f->nmeaning++] = t;
+    }
+    f->remedies = hbm_xcalloc(s->nremedies + 1, sizeof *f->remedies);
+    for (size_t i = 0; i < s->nremedies; i++) {
+        char *t = render_note(&s->remedies[i], &lc);
+        if (t)
+            f->remedies[f->nremedies++] = t;
+    }
+}
+
+static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain_num **nums,
+                          size_t *n)
+{
+    *nums = hbm_xcalloc(rt->nnames + 1, sizeof **nums);
+    *n = 0;
+    for (size_t i = 0; i < rt->nnames; i++) {
+        PCRE2_UCHAR *buf;
+        PCRE2_SIZE blen;
+        if (pcre2_substring_get_byname(s->md, (PCRE2_SPTR)rt->names[i], &buf, &blen) != 0)
+            continue;
+        hbm_explain_num *num = &(*nums)[(*n)++];
+        snprintf(num->name, sizeof num->name, "%s", rt->names[i]);
+        num->text = hbm_xstrndup((const char *)buf, blen);
+        num->value = expl_capture_value(num->text, rt, num->name);
+        pcre2_substring_free(buf);
+    }
+}
+
+static bool match_entry(hbm_explain_scanner *s, size_t e, const char *line, size_t len)
+{
+    const expl_rt *rt = &s->cat->rt[e];
+    for (size_t i = 0; i < rt->nre; i++)
+        if (pcre2_match(rt->re[i], (PCRE2_SPTR)line, len, 0, 0, s->md, NULL) >= 0)
+            return true;
+    return false;
+}
+
+static void record_failure(hbm_explain_scanner *s, size_t e, const char *line, size_t len,
+                           uint64_t lineno)
+{
+    hbm_explain_report *rep = &s->rep;
+    if (s->finding_of[e] != NO_FINDING) {
+        hbm_explain_finding *f = &rep->findings[s->finding_of[e]];
+        f->count++;
+        f->last_line = lineno;
+        return;
+    }
+    hbm_grow((void **)&rep->findings, &rep->cap_findings, rep->nfindings,
+             sizeof *rep->findings);
+    s->finding_of[e] = rep->nfindings;
+    hbm_explain_finding *f = &rep->findings[rep->nfindings++];
+    memset(f, 0, sizeof *f);
+    f->sig = &s->cat->sigs[e];
+    f->line = f->last_line = lineno;
+    f->count = 1;
+    f->text = hbm_xstrndup(line, len < TEXT_KEEP ? len : TEXT_KEEP);
+    take_captures(s, &s->cat->rt[e], &f->nums, &f->nnums);
+    render_finding(f, &s->cat->rt[e]);
+}
+
+static void record_facts(hbm_explain_scanner *s, size_t e, uint64_t lineno)
+{
+    hbm_explain_num *nums;
+    size_t n;
+    take_captures(s, &s->cat->rt[e], &nums, &n);
+    hbm_explain_report *rep = &s->rep;
+    for (size_t i = 0; i < n; i++) {
+        hbm_explain_fact *fact = NULL;
+        for (size_t k = 0; k < rep->nfacts && !fact; k++)
+            if (strcmp(rep->facts[k].name, nums[i].name) == 0)
+                fact = &rep->facts[k];
+        if (!fact) {
+            hbm_grow((void **)&rep->facts, &rep->cap_facts, rep->nfacts, sizeof *rep->facts);
+            fact = &rep->facts[rep->nfacts++];
+            memset(fact, 0, sizeof *fact);
+            snprintf(fact->name, sizeof fact->name, "%s", nums[i].name);
+        }
+        free(fact->text);
+        fact->text = nums[i].text;
+        fact->line = lineno;
+    }
+    free(nums);
+}
+
+static void push_tail(hbm_explain_report *rep, const char *line, size_t len, uint64_t lineno)
+{
+    if (rep->ntail == HBM_EXPLAIN_TAIL) {
+        free(rep->tail[0].text);
+        memmove(&rep->tail[0], &rep->tail[1], (HBM_EXPLAIN_TAIL - 1) * sizeof rep->tail[0]);
+        rep->ntail--;
+    }
+    rep->tail[rep->ntail].line = lineno;
+    rep->tail[rep->ntail].text = hbm_xstrndup(line, len < TAIL_KEEP ? len : TAIL_KEEP);
+    rep->ntail++;
+}
+
+static void on_keyword(void *ctx, uint32_t e)
+{
+    hbm_explain_scanner *s = ctx;
+    if (s->cand[e])
+        return;
+    s->cand[e] = 1;
+    size_t i = s->nhits++;
+    while (i > 0 && s->hits[i - 1] > e) { /* keep catalogue order */
+        s->hits[i] = s->hits[i - 1];
+        i--;
+    }
+    s->hits[i] = e;
+}
+
+static void on_error_word(void *ctx, uint32_t target)
+{
+    (void)target;
+    *(bool *)ctx = true;
+}
+
+static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+{
+    s->nhits = 0;
+    expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
+    bool benign = false, failed = false;
+    for (size_t i = 0; i < s->nhits && !benign; i++)
+        if (s->cat->rt[s->hits[i]].kind == EXPL_BENIGN && match_entry(s, s->hits[i], line, len))
+            benign = true;
+    for (size_t i = 0; i < s->nhits && !benign && !failed; i++) {
+        size_t e = s->hits[i];
+        if (s->cat->rt[e].kind == EXPL_FAILURE && match_entry(s, e, line, len)) {
+            record_failure(s, e, line, len, lineno);
+            failed = true;
+        }
+    }
+    for (size_t i = 0; i < s->nhits; i++) {
+        size_t e = s->hits[i];
+        if (s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
+            record_facts(s, e, lineno);
+        s->cand[e] = 0;
+    }
+    if (!benign && !failed) {
+        bool looks = false;
+        expl_needles_scan(&s->errwords, line, len, on_error_word, &looks);
+        if (looks)
+            push_tail(&s->rep, line, len, lineno);
+    }
+}
+
+/* ---- streaming ---- */
+
+static void end_line(hbm_explain_scanner *s)
+{
+    s->lineno++;
+    if (s->cutting)
+        s->rep.cut_lines++;
+    bool partial;
+    size_t len = hbm_explain_clean_line(s->line, s->len, &partial);
+    s->len = 0;
+    s->cutting = false;
+    if (partial || s->plen) {
+        /* CRI splits long lines into records; join them (bounded) before matching. */
+        if (s->plen == 0)
+            s->pending_line = s->lineno;
+        size_t room = HBM_EXPLAIN_LINE_MAX - s->plen;
+        size_t take = len < room ? len : room;
+        memcpy(s->pending + s->plen, s->line, take);
+        s->plen += take;
+        if (partial)
+            return;
+        s->pending[s->plen] = '\0';
+        process_line(s, s->pending, s->plen, s->pending_line);
+        s->plen = 0;
+        return;
+    }
+    process_line(s, s->line, len, s->lineno);
+}
+
+hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
+{
+    hbm_explain_scanner *s = hbm_xcalloc(1, sizeof *s);
+    s->cat = cat;
+    s->line = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->pending = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->md = pcre2_match_data_create(cat->max_ovector ? cat->max_ovector : 1, NULL);
+    if (!s->md)
+        abort();
+    s->cand = hbm_xcalloc(cat->n + 1, 1);
+    s->hits = hbm_xcalloc(cat->n + 1, sizeof *s->hits);
+    s->finding_of = hbm_xmalloc((cat->n + 1) * sizeof *s->finding_of);
+    for (size_t i = 0; i <= cat->n; i++)
+        s->finding_of[i] = NO_FINDING;
+    expl_needles_init(&s->errwords, true);
+    for (size_t i = 0; error_words[i]; i++)
+        expl_needles_add(&s->errwords, error_words[i], 0);
+    return s;
+}
+
+void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
+{
+    s->rep.bytes += n;
+    while (n > 0) {
+        const char *nl = memchr(buf, '\n', n);
+        size_t take = nl ? (size_t)(nl - buf) : n;
+        if (!s->cutting) {
+            size_t room = HBM_EXPLAIN_LINE_MAX - s->len;
+            size_t copy = take < room ? take : room;
+            memcpy(s->line + s->len, buf, copy);
+            s->len += copy;
+            if (take > room)
+                s->cutting = true;
+        }
+        if (!nl)
+            return;
+        end_line(s);
+        buf = nl + 1;
+        n -= take + 1;
+    }
+}
+
+void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
+{
+    if (s->len > 0 || s->cutting)
+        end_line(s);
+    if (s->plen > 0) { /* a partial record never finished: match what there is */
+        s->pending[s->plen] = '\0';
+        process_line(s, s->pending, s->plen, s->pending_line);
+        s->plen = 0;
+    }
+    s->rep.lines = s->lineno;
+    *out = s->rep;
+    memset(&s->rep, 0, sizeof s->rep);
+    for (size_t i = 0; i <= s->cat->n; i++)
+        s->finding_of[i] = NO_FINDING;
+}
+
+void hbm_explain_scanner_free(hbm_explain_scanner *s)
+{
+    if (!s)
+        return;
+    hbm_explain_report_free(&s->rep);
+    free(s->line);
+    free(s->pending);
+    pcre2_match_data_free(s->md);
+    free(s->cand);
+    free(s->hits);
+    free(s->finding_of);
+    expl_needles_free(&s->errwords);
+    free(s);
+}
+
+int hbm_explain_scan_path(const hbm_catalog *cat, const char *path, hbm_explain_report *out,
+                          hbm_err *err)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hbm_err_set(err, "%s: %s", path, strerror(errno));
+    hbm_explain_scanner *s = hbm_explain_scanner_new(cat);
+    char *buf = hbm_xmalloc(1 << 16);
+    int rc = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf, 1 << 16);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = hbm_err_set(err, "%s:%llu: %s", is_stdin ? "(stdin)" : path,
+                             (unsigned long long)s->lineno + 1, strerror(errno));
+            break;
+        }
+        if (got == 0)
+            break;
+        hbm_explain_scanner_feed(s, buf, (size_t)got);
+    }
+    free(buf);
+    if (!is_stdin)
+        close(fd);
+    if (rc == 0)
+        hbm_explain_scanner_finish(s, out);
+    hbm_explain_scanner_free(s);
+    return rc;
+}

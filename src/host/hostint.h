@@ -1,0 +1,50 @@
+/* Internals shared by the files of src/host: reading relative to directory fds (one open
+ * of /proc/PID, then *at() calls: fast, and immune to the pid being reused mid-read),
+ * device patterns, and the per-process reader. */
+#ifndef HBM_HOST_INT_H
+#define HBM_HOST_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "hbm/host.h"
+
+/* Reads dirfd/name into buf (at most cap-1 bytes), NUL-terminated. Returns the length, or
+ * -1 with errno set. */
+ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap);
+/* Reads dirfd/name whole (up to max bytes) into an owned, NUL-terminated buffer; NULL with
+ * errno set on failure (EFBIG past max). */
+char *hbm_hio_slurp(int dirfd, const char *name, size_t max, size_t *len);
+/* Opens "<root><path>" (path starts with '/'). */
+int hbm_hio_open(const char *root, const char *path, int flags);
+/* A link target: readlinkat, or for fixture trees that store links as regular files, the
+ * file's first line. Returns the length (NUL-terminated in buf) or -1. */
+ssize_t hbm_hio_link(int dirfd, const char *name, char *buf, size_t cap, bool *real_link);
+
+/* Compiled device patterns: the literal prefix lets most links be refused by one memcmp. */
+typedef struct hbm_hpat {
+    const char *glob; /* borrowed from the caller's pattern array */
+    size_t lit;
+} hbm_hpat;
+hbm_hpat *hbm_hpat_compile(const char *const *globs, size_t *n);
+bool hbm_hpat_match(const hbm_hpat *p, size_t n, const char *path, size_t len);
+
+/* Fills out from an open /proc/PID directory (identity, cmdline, cgroup, environ, wchan;
+ * not dev_paths). cg2 is the root-prefixed cgroup2 mount ("" when unknown), used to tell
+ * whether the process's cgroup still exists. Returns 1 when the process is gone (or is
+ * not a process), 0 on success, -1 on malformed content (err names the file). */
+int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm_hproc *out,
+                      hbm_err *err);
+
+/* Appends path to p->dev_paths unless already there. */
+void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
+
+/* System-wide facts (system.c): each returns -1 only on malformed content. */
+int hbm_host_read_sysv(const char *root, int procfd, hbm_host *h, hbm_err *err);
+int hbm_host_read_huge(const char *root, hbm_host *h, hbm_err *err);
+int hbm_host_read_thp(const char *root, hbm_host *h, hbm_err *err);
+int hbm_host_read_listeners(const char *root, hbm_host *h, hbm_err *err);
+void hbm_host_read_devshm(const char *root, hbm_host *h);
+
+#endif

@@ -1,0 +1,215 @@
+/* One process's facts from /proc/PID, and the small lookups built on them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hbm/procfs.h"
+#include "hbm/util.h"
+#include "host/hostint.h"
+
+/* /dev/asdrv_svm is the Ascend 950 package's name for devmm_svm. */
+const char *const hbm_host_default_dev_patterns[] = {
+    "/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/svm*",
+    "/dev/asdrv_svm", "/dev/nvidia*",  NULL,
+};
+
+const char *hbm_host_env_root(void)
+{
+    const char *r = getenv("HBMCTL_ROOT");
+    return r ? r : "";
+}
+
+const char *const *hbm_host_patterns_from_env(void)
+{
+    static char *store;
+    static const char **arr;
+    static bool done;
+    if (done)
+        return arr;
+    done = true;
+    const char *v = getenv("HBMCTL_DEVICE_PATTERNS");
+    if (!v || !*v)
+        return NULL;
+    store = hbm_xstrdup(v);
+    size_t n = 1;
+    for (const char *q = v; *q; q++)
+        n += *q == ':';
+    arr = hbm_xcalloc(n + 1, sizeof *arr);
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(store, ":", &save); t; t = strtok_r(NULL, ":", &save))
+        arr[k++] = t;
+    if (k == 0) {
+        free(arr);
+        free(store);
+        arr = NULL;
+        store = NULL;
+    }
+    return arr;
+}
+
+void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len)
+{
+    for (size_t i = 0; i < p->ndev_paths; i++)
+        if (strlen(p->dev_paths[i]) == len && !memcmp(p->dev_paths[i], path, len))
+            return;
+    p->dev_paths = hbm_xrealloc(p->dev_paths, (p->ndev_paths + 1) * sizeof *p->dev_paths);
+    p->dev_paths[p->ndev_paths++] = hbm_xstrndup(path, len);
+}
+
+void hbm_hproc_free(hbm_hproc *p)
+{
+    if (!p)
+        return;
+    free(p->cmdline);
+    free(p->cgroup);
+    for (size_t i = 0; i < p->ndev_paths; i++)
+        free(p->dev_paths[i]);
+    free(p->dev_paths);
+    free(p->visible_devices);
+    memset(p, 0, sizeof *p);
+}
+
+/* True when "<cg2><path>" is missing: the cgroup was removed under its last member. */
+static bool cgroup_dir_gone(const char *cg2, const char *path)
+{
+    if (!cg2[0] || !path || !strcmp(path, "/"))
+        return false;
+    char full[PATH_MAX];
+    if ((size_t)snprintf(full, sizeof full, "%s%s", cg2, path) >= sizeof full)
+        return false;
+    struct stat st;
+    return stat(full, &st) < 0 && errno == ENOENT;
+}
+
+static bool vanished(int e)
+{
+    return e == ENOENT || e == ESRCH;
+}
+
+int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm_hproc *out,
+                      hbm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    char buf[8192];
+    ssize_t n = hbm_hio_read(pidfd, "stat", buf, sizeof buf);
+    if (n <= 0)
+        return 1; /* exited between the directory listing and now */
+    hbm_pstat st;
+    if (hbm_procfs_parse_stat(buf, (size_t)n, &st, err) < 0)
+        return hbm_err_prefix(err, "%s/proc/%d/stat", root, pid);
+    out->pid = pid;
+    out->ppid = st.ppid;
+    out->state = st.state;
+    out->starttime = st.starttime;
+    snprintf(out->comm, sizeof out->comm, "%s", st.comm);
+    out->uid = -1;
+
+    n = hbm_hio_read(pidfd, "status", buf, sizeof buf);
+    if (n > 0) {
+        hbm_pstatus ss;
+        if (hbm_procfs_parse_status(buf, (size_t)n, &ss, err) < 0)
+            return hbm_err_prefix(err, "%s/proc/%d/status", root, pid);
+        out->uid = ss.uid;
+        out->nnspid = ss.nnspid;
+        memcpy(out->nspid, ss.nspid, sizeof out->nspid);
+    } else if (n < 0 && vanished(errno)) {
+        return 1;
+    }
+
+    size_t len;
+    char *cmd = hbm_hio_slurp(pidfd, "cmdline", 1 << 16, &len);
+    if (!cmd && errno == EFBIG) {
+        cmd = hbm_xmalloc(1 << 16);
+        n = hbm_hio_read(pidfd, "cmdline", cmd, 1 << 16);
+        len = n > 0 ? (size_t)n : 0;
+        cmd[len] = '\0';
+    }
+    if (cmd) {
+        while (len > 0 && (cmd[len - 1] == '\0' || cmd[len - 1] == ' '))
+            len--;
+        for (size_t i = 0; i < len; i++)
+            if (cmd[i] == '\0' || cmd[i] == '\n')
+                cmd[i] = ' ';
+        cmd[len] = '\0';
+        out->cmdline = cmd;
+    } else {
+        out->cmdline = hbm_xstrdup("");
+    }
+
+    char *cg = hbm_hio_slurp(pidfd, "cgroup", 1 << 16, &len);
+    if (cg) {
+        hbm_cgroup_info ci;
+        int rc = hbm_procfs_parse_cgroup(cg, len, &ci, err);
+        free(cg);
+        if (rc < 0) {
+            hbm_hproc_free(out);
+            return hbm_err_prefix(err, "%s/proc/%d/cgroup", root, pid);
+        }
+        out->cgroup = ci.line ? ci.line : hbm_xstrdup("");
+        ci.line = NULL;
+        snprintf(out->container_id, sizeof out->container_id, "%s", ci.container_id);
+        snprintf(out->runtime, sizeof out->runtime, "%s", ci.runtime);
+        snprintf(out->pod_uid, sizeof out->pod_uid, "%s", ci.pod_uid);
+        out->cgroup_gone = ci.deleted || cgroup_dir_gone(cg2, ci.v2_path);
+        hbm_cgroup_info_free(&ci);
+    }
+
+    char *env = hbm_hio_slurp(pidfd, "environ", 1 << 20, &len);
+    if (env) {
+        out->visible_devices = hbm_procfs_environ_visible(env, len);
+        free(env);
+    }
+
+    n = hbm_hio_read(pidfd, "wchan", buf, sizeof out->wchan);
+    if (n > 0) {
+        char *w = hbm_trim(buf);
+        if (strcmp(w, "0") != 0)
+            snprintf(out->wchan, sizeof out->wchan, "%s", w);
+    }
+    return 0;
+}
+
+bool hbm_host_pid_matches(const char *root, int pid, uint64_t starttime)
+{
+    if (pid <= 0)
+        return false;
+    char rel[64], buf[4096];
+    snprintf(rel, sizeof rel, "/proc/%d", pid);
+    int fd = hbm_hio_open(root ? root : "", rel, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return false;
+    ssize_t n = hbm_hio_read(fd, "stat", buf, sizeof buf);
+    close(fd);
+    hbm_pstat st;
+    return n > 0 && hbm_procfs_parse_stat(buf, (size_t)n, &st, NULL) == 0 && st.pid == pid &&
+           st.starttime == starttime;
+}
+
+int hbm_host_cgroup2_mount(const char *root, char *out, size_t n, hbm_err *err)
+{
+    root = root ? root : "";
+    int fd = hbm_hio_open(root, "/proc/self", O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return hbm_err_set(err, "%s/proc/self: %s", root, strerror(errno));
+    size_t len;
+    char *mi = hbm_hio_slurp(fd, "mountinfo", 1 << 24, &len);
+    int e = errno;
+    close(fd);
+    if (!mi)
+        return hbm_err_set(err, "%s/proc/self/mountinfo: %s", root, strerror(e));
+    char mnt[PATH_MAX];
+    int rc = hbm_procfs_cgroup2_mount(mi, len, mnt, sizeof mnt, err);
+    free(mi);
+    if (rc < 0)
+        return hbm_err_prefix(err, "%s/proc/self/mountinfo", root);
+    if (rc == 0)
+        return hbm_err_set(err, "%s/proc/self/mountinfo: no cgroup2 file system mounted", root);
+    if ((size_t)snprintf(out, n, "%s%s", root, mnt) >= n)
+        return hbm_err_set(err, "cgroup2 mount point %s%s: longer than %zu bytes", root, mnt, n);
+    return 0;
+}

@@ -1,0 +1,274 @@
+/* flock(2) leases, one file per device. The lock is the truth; the file's JSON content
+ * only describes the holder. Files are never unlinked, so every taker locks the same inode. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hbm/lease.h"
+#include "hbm/util.h"
+#include "lease/lease_int.h"
+
+const char *hbm_lease_dir(const char *override)
+{
+    if (override && *override)
+        return override;
+    const char *env = getenv("HBMCTL_LEASE_DIR");
+    if (env && *env)
+        return env;
+    return HBM_LEASE_DEFAULT_DIR;
+}
+
+int lease_proc_starttime(int pid, uint64_t *starttime, char *state)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    /* comm may hold spaces and ')': fields continue after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ')
+        return -1;
+    p += 2;
+    if (state)
+        *state = *p;
+    /* p is field 3; the start time is field 22. */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -1;
+        p++;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno || end == p)
+        return -1;
+    *starttime = v;
+    return 0;
+}
+
+static int mkdir_p(const char *dir, hbm_err *err)
+{
+    char *tmp = hbm_xstrdup(dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) < 0 && errno != EEXIST) {
+            int e = errno;
+            free(tmp);
+            return hbm_err_set(err, "cannot create %s: %s", dir, strerror(e));
+        }
+        *p = '/';
+    }
+    free(tmp);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return hbm_err_set(err, "cannot create lease directory %s: %s", dir, strerror(errno));
+    return 0;
+}
+
+static void lease_path(char *buf, size_t n, const char *dir, int64_t device)
+{
+    snprintf(buf, n, "%s/device-%lld.lease", dir, (long long)device);
+}
+
+static void parse_content(int fd, hbm_lease_info *info)
+{
+    char buf[1024];
+    ssize_t r = pread(fd, buf, sizeof buf - 1, 0);
+    if (r <= 0)
+        return;
+    buf[r] = '\0';
+    json_error_t jerr;
+    json_t *j = json_loads(buf, JSON_DISABLE_EOF_CHECK, &jerr);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return;
+    }
+    const char *name = json_string_value(json_object_get(j, "name"));
+    if (name)
+        snprintf(info->name, sizeof info->name, "%s", name);
+    json_t *v;
+    if (json_is_integer(v = json_object_get(j, "pid")))
+        info->pid = (int)json_integer_value(v);
+    if (json_is_integer(v = json_object_get(j, "starttime")))
+        info->starttime = (uint64_t)json_integer_value(v);
+    if (json_is_integer(v = json_object_get(j, "hold_pid")))
+        info->hold_pid = (int)json_integer_value(v);
+    if (json_is_number(v = json_object_get(j, "since")))
+        info->since = json_number_value(v);
+    json_decref(j);
+}
+
+static void info_init(hbm_lease_info *info, int64_t device, const char *path)
+{
+    memset(info, 0, sizeof *info);
+    info->device = device;
+    snprintf(info->path, sizeof info->path, "%s", path);
+}
+
+int hbm_lease_set_holder(int fd, const char *name, int64_t device, int pid, int hold_pid,
+                         hbm_err *err)
+{
+    uint64_t st = 0;
+    if (lease_proc_starttime(pid, &st, NULL) < 0)
+        st = 0;
+    json_t *j = json_pack("{s:s, s:I, s:i, s:I, s:i, s:f}", "name", name, "device",
+                          (json_int_t)device, "pid", pid, "starttime", (json_int_t)st,
+                          "hold_pid", hold_pid, "since", hbm_now_wall());
+    char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    size_t len = strlen(text);
+    int rc = 0;
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, text, len, 0) != (ssize_t)len ||
+        pwrite(fd, "\n", 1, (off_t)len) != 1)
+        rc = hbm_err_set(err, "cannot write lease file: %s", strerror(errno));
+    free(text);
+    return rc;
+}
+
+/* A probe that takes LOCK_SH for an instant can make a taker's LOCK_EX|LOCK_NB fail, so a
+ * taker retries a few times over ~60 ms before calling the lease held. */
+static int lock_exclusive(int fd)
+{
+    unsigned delay_us = 2000;
+    for (int attempt = 0; attempt < 6; attempt++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -1;
+        usleep(delay_us);
+        delay_us *= 2;
+    }
+    errno = EWOULDBLOCK;
+    return -1;
+}
+
+int hbm_lease_acquire(const char *dir, const char *name, int64_t device, int *fd,
+                      hbm_lease_info *holder, hbm_err *err)
+{
+    *fd = -1;
+    if (!name || !*name || strlen(name) >= HBM_LEASE_NAME_MAX || strchr(name, '/'))
+        return hbm_err_set(err, "lease name must be 1-%d characters without '/'",
+                           HBM_LEASE_NAME_MAX - 1);
+    if (device < 0)
+        return hbm_err_set(err, "device has no id to lease");
+    if (mkdir_p(dir, err) < 0)
+        return -1;
+    char path[512];
+    lease_path(path, sizeof path, dir, device);
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (f < 0)
+        return hbm_err_set(err, "cannot open lease file %s: %s", path, strerror(errno));
+    if (lock_exclusive(f) < 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK) {
+            if (holder) {
+                info_init(holder, device, path);
+                holder->held = true;
+                parse_content(f, holder);
+            }
+            close(f);
+            return 1;
+        }
+        close(f);
+        return hbm_err_set(err, "cannot lock %s: %s", path, strerror(e));
+    }
+    if (hbm_lease_set_holder(f, name, device, getpid(), 0, err) < 0) {
+        close(f);
+        return -1;
+    }
+    *fd = f;
+    return 0;
+}
+
+void hbm_lease_release(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+static int query_path(const char *path, int64_t device, hbm_lease_info *info, hbm_err *err)
+{
+    info_init(info, device, path);
+    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (f < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return hbm_err_set(err, "cannot open lease file %s: %s", path, strerror(errno));
+    }
+    parse_content(f, info);
+    int held = 0;
+    if (flock(f, LOCK_SH | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK) {
+            int e = errno;
+            close(f);
+            return hbm_err_set(err, "cannot probe %s: %s", path, strerror(e));
+        }
+        held = 1;
+    }
+    close(f); /* drops the shared probe lock, if taken */
+    info->held = held;
+    return held;
+}
+
+int hbm_lease_query(const char *dir, int64_t device, hbm_lease_info *info, hbm_err *err)
+{
+    char path[512];
+    lease_path(path, sizeof path, dir, device);
+    return query_path(path, device, info, err);
+}
+
+int hbm_lease_list(const char *dir, hbm_lease_info **out, size_t *n, hbm_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        return hbm_err_set(err, "cannot read lease directory %s: %s", dir, strerror(errno));
+    }
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long long dev;
+        char tail[16];
+        if (sscanf(e->d_name, "device-%lld.%15s", &dev, tail) != 2 || strcmp(tail, "lease"))
+            continue;
+        hbm_grow((void **)out, &cap, *n, sizeof **out);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (query_path(path, dev, &(*out)[*n], err) < 0) {
+            closedir(d);
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return -1;
+        }
+        (*n)++;
+    }
+    closedir(d);
+    /* Stable order for listings: by device id. */
+    for (size_t i = 1; i < *n; i++)
+        for (size_t j = i; j > 0 && (*out)[j - 1].device > (*out)[j].device; j--) {
+            hbm_lease_info t = (*out)[j];
+            (*out)[j] = (*out)[j - 1];
+            (*out)[j - 1] = t;
+        }
+    return 0;
+}

@@ -1,0 +1,395 @@
+/* pick: N FREE devices, one interconnect domain and fewest hops first, optionally leased. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hbm/lease.h"
+#include "hbm/util.h"
+
+/* Cost of a link: lower is better; unknown sorts after every known kind. */
+static int link_cost(hbm_link l)
+{
+    return l == HBM_LINK_UNKNOWN ? 100 : (int)l;
+}
+
+static bool in_domain(hbm_link l)
+{
+    return l == HBM_LINK_SELF || l == HBM_LINK_NVLINK || l == HBM_LINK_HCCS;
+}
+
+typedef struct cand {
+    size_t idx;       /* into obs->devs */
+    int64_t uid;
+    int64_t free_b;   /* HBM_UNKNOWN when unknown */
+} cand;
+
+typedef struct set_score {
+    int worst;        /* worst link cost inside the set */
+    long sum;         /* sum of link costs over pairs */
+    long double free; /* total free memory (more is better) */
+} set_score;
+
+static set_score score_set(const hbm_obs *obs, const cand *c, const size_t *set, size_t n)
+{
+    set_score s = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        if (c[set[i]].free_b > 0)
+            s.free += c[set[i]].free_b;
+        for (size_t j = i + 1; j < n; j++) {
+            int k = link_cost(hbm_obs_link(obs, c[set[i]].idx, c[set[j]].idx));
+            if (k > s.worst)
+                s.worst = k;
+            s.sum += k;
+        }
+    }
+    return s;
+}
+
+static int cmp_ids(const cand *c, const size_t *a, const size_t *b, size_t n)
+{
+    /* Sets compared by their sorted ids, lowest first. */
+    int64_t *ia = hbm_xcalloc(n * 2 + 1, sizeof *ia), *ib = ia + n;
+    for (size_t i = 0; i < n; i++) {
+        ia[i] = c[a[i]].uid;
+        ib[i] = c[b[i]].uid;
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ia[j - 1] > ia[j]; j--) {
+            int64_t t = ia[j]; ia[j] = ia[j - 1]; ia[j - 1] = t;
+        }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && ib[j - 1] > ib[j]; j--) {
+            int64_t t = ib[j]; ib[j] = ib[j - 1]; ib[j - 1] = t;
+        }
+    int r = 0;
+    for (size_t i = 0; i < n && !r; i++)
+        if (ia[i] != ib[i])
+            r = ia[i] < ib[i] ? -1 : 1;
+    free(ia);
+    return r;
+}
+
+/* < 0 when set a is better than set b. */
+static int better(const hbm_obs *obs, const cand *c, const size_t *a, const size_t *b, size_t n)
+{
+    set_score sa = score_set(obs, c, a, n), sb = score_set(obs, c, b, n);
+    if (sa.worst != sb.worst)
+        return sa.worst < sb.worst ? -1 : 1;
+    if (sa.sum != sb.sum)
+        return sa.sum < sb.sum ? -1 : 1;
+    if (sa.free != sb.free)
+        return sa.free > sb.free ? -1 : 1;
+    return cmp_ids(c, a, b, n);
+}
+
+/* Greedy growth from every seed: add the candidate with the cheapest worst link to the
+ * set so far, ties by sum of links, free memory, id. Keeps the best set found. This is
+ * exact for the common shapes (one domain, or domains joined by one slower link class). */
+static void choose(const hbm_obs *obs, const cand *c, size_t nc, size_t n, size_t *best)
+{
+    size_t *set = hbm_xcalloc(n, sizeof *set);
+    size_t *alt = hbm_xcalloc(n, sizeof *alt);
+    bool *used = hbm_xcalloc(nc, sizeof *used);
+    bool have = false;
+    for (size_t seed = 0; seed < nc; seed++) {
+        memset(used, 0, nc * sizeof *used);
+        set[0] = seed;
+        used[seed] = true;
+        for (size_t k = 1; k < n; k++) {
+            size_t pick = nc;
+            for (size_t j = 0; j < nc; j++) {
+                if (used[j])
+                    continue;
+                if (pick == nc) {
+                    pick = j;
+                    continue;
+                }
+                set[k] = j;
+                memcpy(alt, set, (k + 1) * sizeof *set);
+                alt[k] = pick;
+                if (better(obs, c, set, alt, k + 1) < 0)
+                    pick = j;
+            }
+            set[k] = pick;
+            used[pick] = true;
+        }
+        if (!have || better(obs, c, set, best, n) < 0) {
+            memcpy(best, set, n * sizeof *set);
+            have = true;
+        }
+    }
+    free(set);
+    free(alt);
+    free(used);
+}
+
+static void refuse(hbm_pick_result *res, size_t *cap, int64_t uid, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void refuse(hbm_pick_result *res, size_t *cap, int64_t uid, const char *fmt, ...)
+{
+    hbm_grow((void **)&res->refused, cap, res->nrefused, sizeof *res->refused);
+    hbm_pick_refusal *r = &res->refused[res->nrefused++];
+    r->device = uid;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof r->why, fmt, ap);
+    va_end(ap);
+}
+
+static bool listed(const hbm_pick_opts *o, int64_t uid)
+{
+    if (!o->only)
+        return true;
+    for (size_t i = 0; i < o->nonly; i++)
+        if (o->only[i] == uid)
+            return true;
+    return false;
+}
+
+static void describe_holder(char *buf, size_t n, const hbm_lease_info *h)
+{
+    char when[32] = "";
+    if (h->since > 0) {
+        time_t t = (time_t)h->since;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, ", since %H:%M:%SZ", &tm);
+    }
+    snprintf(buf, n, "leased as '%s' by pid %d%s", h->name[0] ? h->name : "?", h->pid, when);
+}
+
+static hbm_vendor main_vendor(const hbm_obs *obs)
+{
+    size_t counts[3] = {0, 0, 0};
+    for (size_t i = 0; i < obs->ndevs; i++)
+        if ((unsigned)obs->devs[i].vendor < 3)
+            counts[obs->devs[i].vendor]++;
+    return counts[HBM_VENDOR_NVIDIA] > counts[HBM_VENDOR_ASCEND] ? HBM_VENDOR_NVIDIA
+           : counts[HBM_VENDOR_ASCEND] ? HBM_VENDOR_ASCEND
+                                       : HBM_VENDOR_UNKNOWN;
+}
+
+static void placement_text(const hbm_obs *obs, const cand *c, const size_t *set, size_t n,
+                           char *buf, size_t len)
+{
+    if (n == 1) {
+        snprintf(buf, len, "one device");
+        return;
+    }
+    hbm_link worst = HBM_LINK_SELF;
+    bool unknown = false;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            hbm_link l = hbm_obs_link(obs, c[set[i]].idx, c[set[j]].idx);
+            if (l == HBM_LINK_UNKNOWN)
+                unknown = true;
+            else if (link_cost(l) > link_cost(worst))
+                worst = l;
+        }
+    if (unknown)
+        snprintf(buf, len, "interconnect topology unknown: chose by free memory and id");
+    else if (in_domain(worst))
+        snprintf(buf, len, "one %s domain", hbm_link_name(worst));
+    else
+        snprintf(buf, len, "no single domain holds %zu free devices; slowest link %s", n,
+                 hbm_link_name(worst));
+}
+
+static int cmp_uid(const void *a, const void *b, void *ctx)
+{
+    const int64_t *u = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return u[x] < u[y] ? -1 : u[x] > u[y];
+}
+
+int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res,
+             hbm_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (opts->n < 1)
+        return hbm_err_set(err, "pick needs at least one device");
+    res->vendor = main_vendor(obs);
+    snprintf(res->env_name, sizeof res->env_name, "%s", hbm_vendor_visible_env(res->vendor));
+    const char *dir = opts->lease_dir ? opts->lease_dir : hbm_lease_dir(NULL);
+    size_t rcap = 0;
+    cand *c = hbm_xcalloc(obs->ndevs ? obs->ndevs : 1, sizeof *c);
+    bool *lost = hbm_xcalloc(obs->ndevs ? obs->ndevs : 1, sizeof *lost);
+    size_t nc = 0;
+    int rc = 0;
+
+    /* Devices refused for what the observation says are refused once; devices lost to a
+     * racing taker are added as they happen, and the choice is made again. */
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *d = &obs->devs[i];
+        int64_t uid = hbm_device_user_id(d);
+        char sz[32], sz2[32];
+        if (uid < 0) {
+            refuse(res, &rcap, uid, "npu %lld chip %lld: no logic id known (read `npu-smi "
+                   "info -m` or use DCMI)", (long long)d->index, (long long)d->chip);
+            continue;
+        }
+        if (!listed(opts, uid)) {
+            refuse(res, &rcap, uid, "not in the requested device list");
+            continue;
+        }
+        if (d->vendor != res->vendor) {
+            refuse(res, &rcap, uid, "%s device; picking %s devices",
+                   hbm_vendor_name(d->vendor), hbm_vendor_name(res->vendor));
+            continue;
+        }
+        if (d->verdict != HBM_VERDICT_FREE) {
+            refuse(res, &rcap, uid, "%s: %s", hbm_verdict_name(d->verdict),
+                   d->reason[0] ? d->reason : "not free");
+            continue;
+        }
+        int64_t free_b = HBM_UNKNOWN;
+        if (d->memory_total_bytes >= 0 && d->memory_used_bytes >= 0)
+            free_b = d->memory_total_bytes - d->memory_used_bytes;
+        if (opts->min_free_bytes >= 0) {
+            if (free_b < 0) {
+                refuse(res, &rcap, uid, "free memory unknown, --min-free %s asked",
+                       hbm_fmt_size(sz, sizeof sz, opts->min_free_bytes));
+                continue;
+            }
+            if (free_b < opts->min_free_bytes) {
+                refuse(res, &rcap, uid, "%s free, less than --min-free %s",
+                       hbm_fmt_size(sz, sizeof sz, free_b),
+                       hbm_fmt_size(sz2, sizeof sz2, opts->min_free_bytes));
+                continue;
+            }
+        }
+        if (opts->lease_name) {
+            hbm_lease_info h;
+            int q = hbm_lease_query(dir, uid, &h, err);
+            if (q < 0) {
+                rc = -1;
+                goto out;
+            }
+            if (q == 1) {
+                char why[200];
+                describe_holder(why, sizeof why, &h);
+                refuse(res, &rcap, uid, "%s", why);
+                continue;
+            }
+        }
+        c[nc++] = (cand){.idx = i, .uid = uid, .free_b = free_b};
+    }
+
+    size_t *best = hbm_xcalloc(opts->n, sizeof *best);
+    int *fds = hbm_xcalloc(opts->n, sizeof *fds);
+    cand *avail = hbm_xcalloc(nc ? nc : 1, sizeof *avail);
+    size_t na = 0;
+    for (;;) {
+        na = 0;
+        for (size_t k = 0; k < nc; k++)
+            if (!lost[k])
+                avail[na++] = c[k];
+        if (na < opts->n) {
+            rc = 1;
+            break;
+        }
+        choose(obs, avail, na, opts->n, best);
+        if (!opts->lease_name) {
+            rc = 0;
+            break;
+        }
+        bool raced = false;
+        size_t got = 0;
+        for (size_t k = 0; k < opts->n; k++) {
+            hbm_lease_info h;
+            int a = hbm_lease_acquire(dir, opts->lease_name, avail[best[k]].uid, &fds[k], &h,
+                                      err);
+            if (a < 0) {
+                for (size_t m = 0; m < got; m++)
+                    hbm_lease_release(fds[m]);
+                rc = -1;
+                break;
+            }
+            if (a == 1) {
+                char why[200];
+                describe_holder(why, sizeof why, &h);
+                refuse(res, &rcap, avail[best[k]].uid, "%s", why);
+                for (size_t m = 0; m < nc; m++)
+                    if (c[m].idx == avail[best[k]].idx)
+                        lost[m] = true;
+                raced = true;
+                fds[k] = -1;
+                continue;
+            }
+            got = k + 1;
+        }
+        if (rc < 0)
+            break;
+        if (raced) {
+            for (size_t k = 0; k < opts->n; k++)
+                hbm_lease_release(fds[k]);
+            continue;
+        }
+        rc = 0;
+        break;
+    }
+
+    if (rc == 0) {
+        /* best indexes the last avail. */
+        placement_text(obs, avail, best, opts->n, res->placement, sizeof res->placement);
+        res->n = opts->n;
+        res->devices = hbm_xcalloc(res->n, sizeof *res->devices);
+        res->dev_index = hbm_xcalloc(res->n, sizeof *res->dev_index);
+        res->lease_fds = hbm_xcalloc(res->n, sizeof *res->lease_fds);
+        size_t *order = hbm_xcalloc(res->n, sizeof *order);
+        int64_t *uids = hbm_xcalloc(na, sizeof *uids);
+        for (size_t k = 0; k < na; k++)
+            uids[k] = avail[k].uid;
+        memcpy(order, best, res->n * sizeof *order);
+        qsort_r(order, res->n, sizeof *order, cmp_uid, uids);
+        size_t pos = 0;
+        for (size_t k = 0; k < res->n; k++) {
+            size_t bk = 0;
+            while (best[bk] != order[k])
+                bk++;
+            res->devices[k] = avail[order[k]].uid;
+            res->dev_index[k] = avail[order[k]].idx;
+            res->lease_fds[k] = opts->lease_name ? fds[bk] : -1;
+            pos += (size_t)snprintf(res->env_value + pos, sizeof res->env_value - pos, "%s%lld",
+                                    k ? "," : "", (long long)res->devices[k]);
+            if (pos >= sizeof res->env_value)
+                pos = sizeof res->env_value - 1;
+        }
+        free(order);
+        free(uids);
+        for (size_t k = 0; k < na; k++) {
+            bool chosen = false;
+            for (size_t m = 0; m < res->n; m++)
+                chosen |= best[m] == k;
+            if (!chosen)
+                refuse(res, &rcap, avail[k].uid, "free, not needed (%s chosen)",
+                       res->placement);
+        }
+    } else if (rc == 1) {
+        for (size_t k = 0; k < na; k++)
+            refuse(res, &rcap, avail[k].uid, "free, but only %zu usable device%s for %zu wanted",
+                   na, na == 1 ? "" : "s", opts->n);
+    }
+    free(avail);
+    free(best);
+    free(fds);
+out:
+    free(c);
+    free(lost);
+    return rc;
+}
+
+void hbm_pick_result_free(hbm_pick_result *res)
+{
+    if (res->lease_fds)
+        for (size_t i = 0; i < res->n; i++)
+            hbm_lease_release(res->lease_fds[i]);
+    free(res->devices);
+    free(res->dev_index);
+    free(res->lease_fds);
+    free(res->refused);
+    memset(res, 0, sizeof *res);
+}

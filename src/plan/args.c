@@ -1,0 +1,191 @@
+/* Serving flags in vLLM's own names, from a `vllm serve ...` command line, and version
+ * numbers. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hbm/plan.h"
+#include "plan/plan_int.h"
+
+void hbm_plan_input_init(hbm_plan_input *in)
+{
+    memset(in, 0, sizeof *in);
+    in->mem_total_bytes = in->mem_free_bytes = HBM_UNKNOWN;
+    in->tensor_parallel_size = in->pipeline_parallel_size = HBM_UNKNOWN;
+    in->gpu_memory_utilization = NAN;
+    in->max_model_len = in->max_num_seqs = in->max_num_batched_tokens = HBM_UNKNOWN;
+    in->block_size = HBM_UNKNOWN;
+    in->enforce_eager = in->enable_chunked_prefill = -1;
+    in->kv_cache_memory_bytes = HBM_UNKNOWN;
+}
+
+int plan_version_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    while (*s == 'v' || *s == 'V')
+        s++;
+    int part[3] = {0, 0, 0}, k = 0;
+    const char *p = s;
+    while (k < 3 && isdigit((unsigned char)*p)) {
+        long v = strtol(p, (char **)&p, 10);
+        if (v > 99)
+            return -1;
+        part[k++] = (int)v;
+        if (*p != '.')
+            break;
+        p++;
+    }
+    if (k < 2 || part[0] > 9)
+        return -1;
+    return part[0] * 10000 + part[1] * 100 + part[2];
+}
+
+/* "--max_model_len" and "--max-model-len" are the same flag to vLLM */
+static void canon(const char *in, char *out, size_t n)
+{
+    size_t j = 0;
+    for (size_t i = 0; in[i] && in[i] != '=' && j + 1 < n; i++)
+        out[j++] = in[i] == '_' ? '-' : in[i];
+    out[j] = 0;
+}
+
+static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    /* vLLM also takes "32k" style lengths for --max-model-len */
+    if (end != v && (*end == 'k' || *end == 'K') && end[1] == 0)
+        x *= 1000, end++;
+    else if (end != v && (*end == 'm' || *end == 'M') && end[1] == 0)
+        x *= 1000000, end++;
+    if (errno || end == v || *end || x < -1 || x > (1LL << 40))
+        return hbm_err_set(err, "%s: \"%s\" is not a count", flag, v);
+    *out = x;
+    return 0;
+}
+
+static const char *const value_flags[] = {
+    /* flags that take a value but do not matter here, so their value is skipped */
+    "--host", "--port", "--served-model-name", "--api-key", "--tokenizer", "--revision",
+    "--download-dir", "--load-format", "--chat-template", "--tool-call-parser",
+    "--reasoning-parser", "--additional-config", "--compilation-config", "-O",
+    "--kv-transfer-config", "--data-parallel-size", "--seed", "--swap-space",
+    "--cpu-offload-gb", "--distributed-executor-backend", "--uvicorn-log-level",
+    "--trust-remote-code-revision", "--hf-overrides", "--limit-mm-per-prompt",
+    "--speculative-config", "--override-generation-config", "--generation-config",
+    "--lora-modules", "--max-loras", "--max-lora-rank", "--task", "--runner", "--config",
+    "--enable-expert-parallel-size", "--allowed-local-media-path", "--tokenizer-mode",
+    "--max-logprobs", "--logprobs-mode", "--rope-scaling", "--rope-theta",
+    "--disable-log-stats-interval", "--num-gpu-blocks-override", "--model-impl",
+    "--async-scheduling-mode", "--ssl-keyfile", "--ssl-certfile", "--root-path",
+    "--response-role", "--middleware", "--tool-parser-plugin", NULL};
+
+int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
+{
+    int i = 0;
+    /* skip the launcher: vllm serve, python -m ..., hbmctl's own "--" */
+    bool positional_model = false;
+    for (int k = 0; k < argc && k < 4; k++)
+        if (!strcmp(argv[k], "serve")) {
+            i = k + 1;
+            positional_model = true;
+            break;
+        }
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-') {
+            if (positional_model && !in->served_model) {
+                in->served_model = a;
+                if (!in->model_path)
+                    in->model_path = a;
+            }
+            continue;
+        }
+        char f[64];
+        canon(a, f, sizeof f);
+        const char *eq = strchr(a, '=');
+        const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        bool has_v = eq || (i + 1 < argc && (argv[i + 1][0] != '-' || isdigit((unsigned char)argv[i + 1][1])));
+#define TAKE() do { if (!v || !has_v) return hbm_err_set(err, "%s: needs a value", f); if (!eq) i++; } while (0)
+        int64_t x;
+        if (!strcmp(f, "--model")) {
+            TAKE();
+            in->served_model = v;
+            if (!in->model_path)
+                in->model_path = v;
+        } else if (!strcmp(f, "--tensor-parallel-size") || !strcmp(f, "-tp")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a device count", f, v);
+            in->tensor_parallel_size = x;
+        } else if (!strcmp(f, "--pipeline-parallel-size") || !strcmp(f, "-pp")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a device count", f, v);
+            in->pipeline_parallel_size = x;
+        } else if (!strcmp(f, "--gpu-memory-utilization")) {
+            TAKE();
+            char *end;
+            double u = strtod(v, &end);
+            if (end == v || *end || !(u > 0 && u <= 1))
+                return hbm_err_set(err, "%s: \"%s\" is not a ratio in (0, 1]", f, v);
+            in->gpu_memory_utilization = u;
+        } else if (!strcmp(f, "--max-model-len")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0)
+                return -1;
+            in->max_model_len = x;
+        } else if (!strcmp(f, "--max-num-seqs")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+            in->max_num_seqs = x;
+        } else if (!strcmp(f, "--max-num-batched-tokens")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+            in->max_num_batched_tokens = x;
+        } else if (!strcmp(f, "--block-size")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1 || x > 65536)
+                return hbm_err_set(err, "%s: \"%s\" is not a block size", f, v);
+            in->block_size = x;
+        } else if (!strcmp(f, "--kv-cache-dtype")) {
+            TAKE();
+            in->kv_cache_dtype = v;
+        } else if (!strcmp(f, "--quantization") || !strcmp(f, "-q")) {
+            TAKE();
+            in->quantization = v;
+        } else if (!strcmp(f, "--dtype")) {
+            TAKE();
+            in->dtype = v;
+        } else if (!strcmp(f, "--kv-cache-memory-bytes") || !strcmp(f, "--kv-cache-memory")) {
+            TAKE();
+            int64_t b;
+            if (hbm_parse_size(v, &b, err) < 0)
+                return hbm_err_prefix(err, "%s", f);
+            in->kv_cache_memory_bytes = b;
+        } else if (!strcmp(f, "--enforce-eager")) {
+            in->enforce_eager = 1;
+        } else if (!strcmp(f, "--no-enforce-eager")) {
+            in->enforce_eager = 0;
+        } else if (!strcmp(f, "--enable-chunked-prefill")) {
+            in->enable_chunked_prefill = 1;
+        } else if (!strcmp(f, "--no-enable-chunked-prefill")) {
+            in->enable_chunked_prefill = 0;
+        } else {
+            for (const char *const *s = value_flags; *s; s++)
+                if (!strcmp(f, *s) && !eq && i + 1 < argc) {
+                    i++;
+                    break;
+                }
+        }
+#undef TAKE
+    }
+    return 0;
+}

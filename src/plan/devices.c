@@ -1,0 +1,90 @@
+/* The device table: memory each accelerator reports to the framework as its total (what
+ * vLLM's MemorySnapshot reads from torch mem_get_info), not the marketing size. Sources
+ * and the estimated rows are listed in docs/planner.md. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hbm/plan.h"
+
+#define GIB(x) ((int64_t)((x) * 1073741824.0 + 0.5))
+
+static const hbm_plan_device table[] = {
+    {"910B1", "Ascend910B1", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
+     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
+    {"910B2", "Ascend910B2,910B2C", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
+     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
+    {"910B3", "Ascend910B3,910B", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
+     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
+    {"910B4", "Ascend910B4", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
+     "SPEC 4: 29.49 GiB on a 32 GB 910B4"},
+    {"910", "Ascend910,910A,910ProB", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
+     "estimate: 32 GB HBM less the 2.51 GiB runtime share seen on the 910B4"},
+    {"310P3", "Ascend310P3,310P,300IDuo,300IPro", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12), false,
+     "estimate: 24 GB per chip scaled as the 910B4 (0.9216)"},
+    {"A100-40G", "A100,A100-40GB,A100-SXM4-40GB,A100-PCIE-40GB", HBM_PLAN_PLATFORM_CUDA,
+     GIB(39.38), false, "vLLM log (vllm#16570): total_gpu_memory 39.38GiB"},
+    {"A100-80G", "A100-80GB,A100-SXM4-80GB,A100-PCIE-80GB,A800,A800-80G", HBM_PLAN_PLATFORM_CUDA,
+     GIB(79.15), false, "PyTorch OOM text: 79.15 GiB total capacity"},
+    {"H100-80G", "H100,H100-80GB,H100-SXM,H100-PCIE,H800", HBM_PLAN_PLATFORM_CUDA, GIB(79.18),
+     true, "SPEC 4 and llm-d vLLM logs: 79.18 GiB"},
+    {"H200", "H200-141G,H200-SXM,H20-141G", HBM_PLAN_PLATFORM_CUDA, GIB(139.81), true,
+     "estimate: 143771 MiB less the driver share seen on the H100"},
+    {"H20", "H20-96G", HBM_PLAN_PLATFORM_CUDA, GIB(94.99), true,
+     "estimate: 97871 MiB less the driver share seen on the H100"},
+    {"L40S", "L40S-48G,L40", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
+     "PyTorch OOM text: total capacity of 44.42 GiB (8x L40S)"},
+    {"4090", "RTX4090,GeForceRTX4090,4090-24G", HBM_PLAN_PLATFORM_CUDA, GIB(23.64), false,
+     "PyTorch OOM text: total capacity of 23.64 GiB"},
+    {"3090", "RTX3090,GeForceRTX3090", HBM_PLAN_PLATFORM_CUDA, GIB(23.58), false,
+     "vLLM log (vllm#10517): total_gpu_memory=23.58GiB"},
+    {"A10", "A10G,A10-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.05), false,
+     "vLLM pre-check text: 22.05 GiB total (pytorch#175666)"},
+};
+
+const hbm_plan_device *hbm_plan_devices(size_t *n)
+{
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
+
+/* lower-case, without '-', '_' and spaces, and without a leading "nvidia"/"geforce" */
+static void norm(const char *in, char *out, size_t n)
+{
+    size_t j = 0;
+    for (; *in && j + 1 < n; in++)
+        if (*in != '-' && *in != '_' && *in != ' ')
+            out[j++] = (char)tolower((unsigned char)*in);
+    out[j] = 0;
+    static const char *const drop[] = {"nvidia", "geforce", "ascend"};
+    for (size_t d = 0; d < 3; d++) {
+        size_t l = strlen(drop[d]);
+        if (!strncmp(out, drop[d], l) && out[l])
+            memmove(out, out + l, strlen(out + l) + 1);
+    }
+}
+
+const hbm_plan_device *hbm_plan_device_find(const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    char want[64], cand[64];
+    norm(name, want, sizeof want);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        norm(table[i].name, cand, sizeof cand);
+        if (!strcmp(want, cand))
+            return &table[i];
+        const char *a = table[i].aliases;
+        while (a && *a) {
+            const char *c = strchr(a, ',');
+            size_t l = c ? (size_t)(c - a) : strlen(a);
+            char one[64];
+            snprintf(one, sizeof one, "%.*s", (int)l, a);
+            norm(one, cand, sizeof cand);
+            if (!strcmp(want, cand))
+                return &table[i];
+            a = c ? c + 1 : NULL;
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,402 @@
+/* config.json reading: the architecture numbers vLLM itself derives (kv heads, head size,
+ * layer kinds), found in the text config of multimodal models too, and a parameter count
+ * from the architecture for when no safetensors are present. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "hbm/plan.h"
+#include "plan/plan_int.h"
+
+void hbm_plan_model_init(hbm_plan_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->hidden_size = m->intermediate_size = m->num_layers = HBM_UNKNOWN;
+    m->num_heads = m->num_kv_heads = m->head_dim = m->vocab_size = HBM_UNKNOWN;
+    m->max_position_embeddings = HBM_UNKNOWN;
+    m->sliding_window = HBM_UNKNOWN;
+    m->weights_bytes = m->weights_tensors = m->embed_bytes = HBM_UNKNOWN;
+    m->params_estimated = HBM_UNKNOWN;
+    m->dtype_bytes = 2;
+    snprintf(m->dtype, sizeof m->dtype, "bfloat16");
+}
+
+void hbm_plan_model_free(hbm_plan_model *m)
+{
+    free(m->layer_kinds);
+    m->layer_kinds = NULL;
+}
+
+/* First integer among keys (NULL-terminated), looked up in a then b. */
+static int64_t get_int(json_t *a, json_t *b, const char *const *keys, int64_t dflt)
+{
+    json_t *objs[2] = {a, b};
+    for (int o = 0; o < 2; o++) {
+        if (!json_is_object(objs[o]))
+            continue;
+        for (const char *const *k = keys; *k; k++) {
+            json_t *v = json_object_get(objs[o], *k);
+            if (json_is_integer(v))
+                return json_integer_value(v);
+            if (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)) &&
+                fabs(json_real_value(v)) < 9e15)
+                return (int64_t)json_real_value(v);
+        }
+    }
+    return dflt;
+}
+
+#define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static json_t *get_any(json_t *a, json_t *b, const char *key)
+{
+    json_t *v = json_is_object(a) ? json_object_get(a, key) : NULL;
+    if (!v && json_is_object(b))
+        v = json_object_get(b, key);
+    return v;
+}
+
+static const char *get_str(json_t *a, json_t *b, const char *key)
+{
+    json_t *v = get_any(a, b, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int plan_dtype_bytes(const char *name)
+{
+    if (!name)
+        return 0;
+    if (!strcasecmp(name, "bfloat16") || !strcasecmp(name, "float16") ||
+        !strcasecmp(name, "half") || !strcasecmp(name, "bf16") || !strcasecmp(name, "fp16") ||
+        !strcasecmp(name, "torch.bfloat16") || !strcasecmp(name, "torch.float16"))
+        return 2;
+    if (!strcasecmp(name, "float32") || !strcasecmp(name, "float") ||
+        !strcasecmp(name, "fp32") || !strcasecmp(name, "torch.float32"))
+        return 4;
+    if (!strncasecmp(name, "fp8", 3) || !strncasecmp(name, "float8", 6) ||
+        !strcasecmp(name, "int8"))
+        return 1;
+    return 0;
+}
+
+static bool positive(int64_t v)
+{
+    return v > 0;
+}
+
+/* Layer kinds as vLLM groups them (SPEC 4): layer_types when the config lists them, else
+ * the patterns older configs encode. */
+static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
+{
+    int64_t n = m->num_layers;
+    m->layer_kinds = hbm_xcalloc((size_t)n, sizeof *m->layer_kinds);
+    json_t *types = get_any(t, root, "layer_types");
+    bool any_sliding = false;
+    if (json_is_array(types) && (int64_t)json_array_size(types) >= n) {
+        for (int64_t i = 0; i < n; i++) {
+            const char *s = json_string_value(json_array_get(types, (size_t)i));
+            if (!s)
+                continue;
+            if (strstr(s, "sliding") || strstr(s, "local"))
+                m->layer_kinds[i] = HBM_PLAN_LAYER_SLIDING, any_sliding = true;
+            else if (strstr(s, "linear") || strstr(s, "mamba") || strstr(s, "delta"))
+                m->layer_kinds[i] = HBM_PLAN_LAYER_LINEAR;
+        }
+    } else {
+        int64_t interval = get_int(t, root, KEYS("full_attention_interval"), 0);
+        int64_t pattern = get_int(t, root, KEYS("sliding_window_pattern"), 0);
+        json_t *use_sw = get_any(t, root, "use_sliding_window");
+        int64_t max_window_layers = get_int(t, root, KEYS("max_window_layers"), HBM_UNKNOWN);
+        bool sw = positive(m->sliding_window);
+        for (int64_t i = 0; i < n; i++) {
+            if (interval > 0) {
+                /* Qwen3-Next: every interval-th layer is full attention, the rest linear */
+                if ((i + 1) % interval)
+                    m->layer_kinds[i] = HBM_PLAN_LAYER_LINEAR;
+            } else if (sw && pattern > 0) {
+                if ((i + 1) % pattern)
+                    m->layer_kinds[i] = HBM_PLAN_LAYER_SLIDING, any_sliding = true;
+            } else if (sw && !strcmp(m->model_type, "gemma2")) {
+                if (i % 2 == 0)
+                    m->layer_kinds[i] = HBM_PLAN_LAYER_SLIDING, any_sliding = true;
+            } else if (sw && json_is_boolean(use_sw)) {
+                /* Qwen2: sliding only when enabled, on layers from max_window_layers up */
+                if (json_is_true(use_sw) && (max_window_layers < 0 || i >= max_window_layers))
+                    m->layer_kinds[i] = HBM_PLAN_LAYER_SLIDING, any_sliding = true;
+            } else if (sw) {
+                /* Mistral style: one window for every layer */
+                m->layer_kinds[i] = HBM_PLAN_LAYER_SLIDING, any_sliding = true;
+            }
+        }
+    }
+    int64_t shared = get_int(t, root, KEYS("num_kv_shared_layers"), 0);
+    for (int64_t i = n - shared; shared > 0 && i < n; i++)
+        if (i >= 0)
+            m->layer_kinds[i] = HBM_PLAN_LAYER_SHARED;
+    if (!any_sliding)
+        m->sliding_window = HBM_UNKNOWN;
+}
+
+/* Parameters per layer and in total, from the architecture alone. */
+static void estimate_params(hbm_plan_model *m, int64_t *embed_params)
+{
+    double H = (double)m->hidden_size, heads = (double)m->num_heads;
+    double kv = (double)m->num_kv_heads, V = (double)(m->vocab_size > 0 ? m->vocab_size : 0);
+    double attn;
+    if (m->mla) {
+        double qk = (double)(m->qk_nope_head_dim + m->qk_rope_head_dim);
+        double vh = (double)(m->v_head_dim > 0 ? m->v_head_dim : m->qk_nope_head_dim);
+        double q = m->q_lora_rank > 0
+                       ? H * (double)m->q_lora_rank + (double)m->q_lora_rank * heads * qk
+                       : H * heads * qk;
+        attn = q + H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) +
+               (double)m->kv_lora_rank * heads * ((double)m->qk_nope_head_dim + vh) +
+               heads * vh * H;
+    } else {
+        double hd = (double)m->head_dim;
+        double vd = m->v_head_dim > 0 ? (double)m->v_head_dim : hd;
+        attn = H * heads * hd + H * kv * (hd + vd) + heads * vd * H;
+    }
+    double lin = attn;
+    if (m->linear_num_v_heads > 0) {
+        double kd = (double)(m->linear_num_k_heads * m->linear_k_head_dim);
+        double vd = (double)(m->linear_num_v_heads * m->linear_v_head_dim);
+        lin = H * (2 * kd + 2 * vd) + H * 2 * (double)m->linear_num_v_heads + vd * H +
+              (2 * kd + vd) * (double)(m->linear_conv_kernel > 0 ? m->linear_conv_kernel : 4);
+    }
+    double dense = 3 * H * (double)(m->intermediate_size > 0 ? m->intermediate_size : 0);
+    double moe = 0;
+    if (m->num_experts > 0) {
+        double shared = m->shared_expert_intermediate_size > 0
+                            ? (double)m->shared_expert_intermediate_size
+                            : (double)(m->num_shared_experts * m->moe_intermediate_size);
+        moe = (double)m->num_experts * 3 * H * (double)m->moe_intermediate_size +
+              3 * H * shared + H * (double)m->num_experts;
+    }
+    double total = 0;
+    for (int64_t i = 0; i < m->num_layers; i++) {
+        bool is_moe = m->num_experts > 0 && i >= m->first_dense_layers;
+        total += (m->layer_kinds[i] == HBM_PLAN_LAYER_LINEAR ? lin : attn) +
+                 (is_moe ? moe : dense) + 2 * H;
+    }
+    double emb = V * H * (m->tie_word_embeddings ? 1 : 2);
+    *embed_params = (int64_t)emb;
+    m->params_estimated = (int64_t)(total + emb + H);
+}
+
+/* Bytes of the weights as stored: quantised linear layers at their packed width, norms and
+ * embeddings at the model dtype. */
+static void estimate_weights(hbm_plan_model *m)
+{
+    int64_t emb = 0;
+    estimate_params(m, &emb);
+    double body = (double)(m->params_estimated - emb);
+    double per = m->dtype_bytes;
+    const char *q = m->quant_method;
+    if (!strcasecmp(q, "awq") || !strcasecmp(q, "gptq") || !strcasecmp(q, "awq_marlin") ||
+        !strcasecmp(q, "gptq_marlin") || !strcasecmp(q, "mxfp4") || !strcasecmp(q, "bitsandbytes"))
+        per = 0.5 + 0.03125; /* 4-bit weights + group-128 fp16 scales and zeros */
+    else if (!strncasecmp(q, "fp8", 3) || !strcasecmp(q, "compressed-tensors") ||
+             !strcasecmp(q, "modelopt"))
+        per = 1;
+    m->weights_bytes = (int64_t)(body * per) + emb * m->dtype_bytes;
+    m->embed_bytes = emb * m->dtype_bytes;
+    m->weights_estimated = true;
+}
+
+int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
+                                hbm_plan_model *m, hbm_err *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return hbm_err_set(err, "%s:%d: not JSON: %s", name, je.line, je.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return hbm_err_set(err, "%s:1: not a JSON object", name);
+    }
+    snprintf(m->path, sizeof m->path, "%s", name);
+    /* multimodal wrappers keep the language model in a nested config */
+    json_t *t = NULL;
+    static const char *const nested[] = {"text_config", "llm_config", "language_config",
+                                         "thinker_config"};
+    for (size_t i = 0; i < sizeof nested / sizeof nested[0] && !t; i++) {
+        json_t *c = json_object_get(root, nested[i]);
+        if (json_is_object(c) && json_object_get(c, "text_config"))
+            c = json_object_get(c, "text_config");
+        if (json_is_object(c))
+            t = c;
+    }
+    if (!t)
+        t = root;
+    json_t *arch = json_object_get(root, "architectures");
+    if (json_is_array(arch) && json_is_string(json_array_get(arch, 0)))
+        snprintf(m->architecture, sizeof m->architecture, "%s",
+                 json_string_value(json_array_get(arch, 0)));
+    const char *mt = get_str(t, root, "model_type");
+    snprintf(m->model_type, sizeof m->model_type, "%s", mt ? mt : "");
+
+    m->hidden_size = get_int(t, root, KEYS("hidden_size", "d_model", "n_embd", "dim"), -1);
+    m->num_layers = get_int(t, root, KEYS("num_hidden_layers", "n_layer", "num_layers",
+                                          "n_layers"), -1);
+    m->num_heads = get_int(t, root, KEYS("num_attention_heads", "n_head", "n_heads"), -1);
+    m->intermediate_size =
+        get_int(t, root, KEYS("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner"), 0);
+    m->num_kv_heads = get_int(t, root,
+                              KEYS("n_head_kv", "num_kv_heads", "num_key_value_heads",
+                                   "multi_query_group_num", "num_attention_groups"),
+                              m->num_heads);
+    m->vocab_size = get_int(t, root, KEYS("vocab_size", "padded_vocab_size"), -1);
+    m->max_position_embeddings =
+        get_int(t, root, KEYS("max_position_embeddings", "n_positions", "max_sequence_length",
+                              "seq_length", "max_seq_len"), HBM_UNKNOWN);
+    json_t *tie = get_any(t, root, "tie_word_embeddings");
+    m->tie_word_embeddings = json_is_true(tie);
+
+    if (m->hidden_size <= 0 || m->num_layers <= 0 || m->num_heads <= 0) {
+        json_decref(root);
+        return hbm_err_set(err, "%s: no hidden_size, num_hidden_layers or "
+                                "num_attention_heads: not a transformer config vLLM can size",
+                           name);
+    }
+    if (m->num_layers > 100000 || m->hidden_size > 10000000 || m->num_heads > 100000 ||
+        m->num_kv_heads <= 0 || m->num_kv_heads > m->num_heads * 64 ||
+        m->vocab_size > 100000000 || m->intermediate_size < 0 ||
+        m->intermediate_size > 100000000) {
+        json_decref(root);
+        return hbm_err_set(err, "%s: architecture numbers out of range (layers %lld, hidden "
+                                "%lld, heads %lld, kv heads %lld)",
+                           name, (long long)m->num_layers, (long long)m->hidden_size,
+                           (long long)m->num_heads, (long long)m->num_kv_heads);
+    }
+
+    const char *dt = get_str(t, root, "torch_dtype");
+    if (!dt)
+        dt = get_str(t, root, "dtype");
+    if (dt && plan_dtype_bytes(dt) >= 2) {
+        m->dtype_bytes = plan_dtype_bytes(dt);
+        snprintf(m->dtype, sizeof m->dtype, "%s", dt);
+    }
+
+    /* MoE */
+    m->num_experts = get_int(t, root, KEYS("num_experts", "n_routed_experts",
+                                           "num_local_experts", "moe_num_experts"), 0);
+    m->experts_per_token = get_int(t, root, KEYS("num_experts_per_tok", "moe_topk",
+                                                 "num_experts_per_token", "top_k_experts"), 0);
+    m->moe_intermediate_size =
+        get_int(t, root, KEYS("moe_intermediate_size", "expert_intermediate_size"),
+                m->intermediate_size);
+    m->shared_expert_intermediate_size =
+        get_int(t, root, KEYS("shared_expert_intermediate_size"), 0);
+    m->num_shared_experts = get_int(t, root, KEYS("n_shared_experts", "num_shared_experts"), 0);
+    m->first_dense_layers = get_int(t, root, KEYS("first_k_dense_replace"), 0);
+    if (m->num_experts < 0 || m->num_experts > 100000 || m->experts_per_token < 0 ||
+        m->experts_per_token > m->num_experts || m->moe_intermediate_size < 0 ||
+        m->moe_intermediate_size > 100000000 || m->shared_expert_intermediate_size < 0 ||
+        m->shared_expert_intermediate_size > 100000000 || m->num_shared_experts < 0 ||
+        m->num_shared_experts > 1000 || m->first_dense_layers < 0)
+        m->num_experts = m->experts_per_token = 0;
+
+    /* MLA: one latent of kv_lora_rank + rope dim per token and layer, not split by TP */
+    m->kv_lora_rank = get_int(t, root, KEYS("kv_lora_rank"), 0);
+    m->qk_rope_head_dim = get_int(t, root, KEYS("qk_rope_head_dim"), 0);
+    m->qk_nope_head_dim = get_int(t, root, KEYS("qk_nope_head_dim"), 0);
+    m->q_lora_rank = get_int(t, root, KEYS("q_lora_rank"), 0);
+    m->v_head_dim = get_int(t, root, KEYS("v_head_dim"), 0);
+    if (m->kv_lora_rank > 0 && m->kv_lora_rank < 1000000 && m->qk_rope_head_dim >= 0 &&
+        m->qk_rope_head_dim < 100000 && m->qk_nope_head_dim >= 0 &&
+        m->qk_nope_head_dim < 100000 && m->q_lora_rank >= 0 && m->q_lora_rank < 1000000 &&
+        m->v_head_dim >= 0 && m->v_head_dim < 100000) {
+        m->mla = true;
+        m->head_dim = m->kv_lora_rank + m->qk_rope_head_dim;
+        m->num_kv_heads = 1;
+    } else {
+        m->kv_lora_rank = m->qk_rope_head_dim = m->qk_nope_head_dim = m->q_lora_rank = 0;
+        m->v_head_dim = 0;
+        m->head_dim = get_int(t, root, KEYS("head_dim", "hidden_size_per_head"), -1);
+        if (m->head_dim <= 0 || m->head_dim > 100000)
+            m->head_dim = m->hidden_size / m->num_heads;
+        if (m->head_dim <= 0) {
+            json_decref(root);
+            return hbm_err_set(err, "%s: head size is 0 (hidden_size %lld over %lld heads)",
+                               name, (long long)m->hidden_size, (long long)m->num_heads);
+        }
+    }
+
+    /* linear attention (Gated DeltaNet and relatives) */
+    m->linear_num_k_heads = get_int(t, root, KEYS("linear_num_key_heads"), 0);
+    m->linear_num_v_heads = get_int(t, root, KEYS("linear_num_value_heads"), 0);
+    m->linear_k_head_dim = get_int(t, root, KEYS("linear_key_head_dim"), 0);
+    m->linear_v_head_dim = get_int(t, root, KEYS("linear_value_head_dim"), 0);
+    m->linear_conv_kernel = get_int(t, root, KEYS("linear_conv_kernel_dim"), 4);
+    if (m->linear_num_k_heads < 0 || m->linear_num_k_heads > 10000 ||
+        m->linear_num_v_heads < 0 || m->linear_num_v_heads > 10000 ||
+        m->linear_k_head_dim < 0 || m->linear_k_head_dim > 10000 ||
+        m->linear_v_head_dim < 0 || m->linear_v_head_dim > 10000 ||
+        m->linear_conv_kernel < 1 || m->linear_conv_kernel > 1000)
+        m->linear_num_k_heads = m->linear_num_v_heads = 0;
+
+    m->sliding_window = get_int(t, root, KEYS("sliding_window", "attention_window"), HBM_UNKNOWN);
+    if (m->sliding_window <= 0)
+        m->sliding_window = HBM_UNKNOWN;
+
+    json_t *qc = json_object_get(root, "quantization_config");
+    if (!qc)
+        qc = json_object_get(t, "quantization_config");
+    const char *qm = json_is_object(qc) ? json_string_value(json_object_get(qc, "quant_method"))
+                                        : NULL;
+    snprintf(m->quant_method, sizeof m->quant_method, "%s", qm ? qm : "");
+
+    read_layer_kinds(t, root, m);
+    json_decref(root);
+    estimate_weights(m);
+    return 0;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int hbm_plan_model_load(const char *path, hbm_plan_model *m, hbm_err *err)
+{
+    char cfg[2048], dir[1024];
+    if (is_dir(path)) {
+        snprintf(dir, sizeof dir, "%s", path);
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    } else {
+        snprintf(cfg, sizeof cfg, "%s", path);
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if (hbm_read_file(cfg, 16 * HBM_MIB, &text, &len, err) < 0)
+        return -1;
+    int rc = hbm_plan_model_parse_config(text, len, cfg, m, err);
+    free(text);
+    if (rc < 0)
+        return -1;
+    hbm_plan_st_sum sum;
+    int files = 0;
+    if (plan_weights_in_dir(dir, &sum, &files, err) < 0)
+        return -1;
+    if (files > 0) {
+        m->weights_bytes = sum.tensor_bytes;
+        m->weights_tensors = sum.tensors;
+        m->embed_bytes = sum.embed_bytes;
+        m->weights_files = files;
+        m->weights_estimated = false;
+    }
+    return 0;
+}

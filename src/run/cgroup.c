@@ -1,0 +1,208 @@
+/* The tree's own cgroup v2 leaf: the whole tree is known (cgroup.procs), ends at once
+ * (cgroup.kill, Linux >= 5.14) and its emptiness is one file (cgroup.events). The leaf sits
+ * under hbmctl's own cgroup on the cgroup2 mount found in /proc/self/mountinfo: a hybrid
+ * host mounts it at /sys/fs/cgroup/unified, a unified one at /sys/fs/cgroup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "run_int.h"
+#include "hbm/util.h"
+
+/* Undoes mountinfo's octal escapes (\040 for a space) into out. */
+static void unescape(const char *s, size_t len, char *out, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 1 < n; i++) {
+        if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3') {
+            out[o++] = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+            i += 3;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+}
+
+int run_mountinfo_cgroup2(const char *text, char *mnt, size_t nmnt, char *root, size_t nroot)
+{
+    const char *line = text;
+    while (line && *line) {
+        const char *eol = strchr(line, '\n');
+        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+        /* id parent maj:min root mountpoint options [optional...] - fstype source super */
+        const char *sep = NULL;
+        for (size_t i = 0; i + 3 <= len; i++)
+            if (line[i] == ' ' && line[i + 1] == '-' && line[i + 2] == ' ') {
+                sep = line + i;
+                break;
+            }
+        if (sep && (size_t)(line + len - (sep + 3)) >= 8 && strncmp(sep + 3, "cgroup2 ", 8) == 0) {
+            const char *f = line;
+            const char *fields[5];
+            size_t flen[5];
+            int k = 0;
+            while (k < 5 && f < sep) {
+                const char *sp = memchr(f, ' ', (size_t)(sep - f));
+                if (!sp)
+                    sp = sep;
+                fields[k] = f;
+                flen[k] = (size_t)(sp - f);
+                k++;
+                f = sp + 1;
+            }
+            if (k == 5) {
+                unescape(fields[3], flen[3], root, nroot);
+                unescape(fields[4], flen[4], mnt, nmnt);
+                return 1;
+            }
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+    return 0;
+}
+
+int run_cgroup_dir(const char *mnt, const char *root, const char *path, char *out, size_t n)
+{
+    /* the "0::" path is relative to the cgroup namespace root; a mount of a sub-tree
+     * (root other than "/") shows only what lies below that root */
+    const char *rel = path;
+    size_t rl = strlen(root);
+    if (strcmp(root, "/") != 0) {
+        if (strncmp(path, root, rl) != 0 || (path[rl] != '/' && path[rl] != '\0'))
+            return -1;
+        rel = path + rl;
+    }
+    while (*rel == '/')
+        rel++;
+    int w = snprintf(out, n, "%s%s%s", mnt, *rel ? "/" : "", rel);
+    return (w < 0 || (size_t)w >= n) ? -1 : 0;
+}
+
+static int read_small(const char *path, char **out)
+{
+    return hbm_read_file(path, 1 << 20, out, NULL, NULL);
+}
+
+int run_cgroup_create(run_cgroup *cg, hbm_err *err)
+{
+    memset(cg, 0, sizeof *cg);
+    cg->procs_fd = -1;
+    char *mi = NULL, *own = NULL;
+    if (read_small("/proc/self/mountinfo", &mi) < 0)
+        return hbm_err_set(err, "cannot read /proc/self/mountinfo");
+    char mnt[2048], root[2048];
+    int found = run_mountinfo_cgroup2(mi, mnt, sizeof mnt, root, sizeof root);
+    free(mi);
+    if (found != 1)
+        return hbm_err_set(err, "no cgroup2 file system is mounted");
+    if (read_small("/proc/self/cgroup", &own) < 0)
+        return hbm_err_set(err, "cannot read /proc/self/cgroup");
+    char *path = NULL;
+    for (char *l = own; l && *l;) {
+        char *eol = strchr(l, '\n');
+        if (eol)
+            *eol = '\0';
+        if (strncmp(l, "0::", 3) == 0) {
+            path = l + 3;
+            break;
+        }
+        l = eol ? eol + 1 : NULL;
+    }
+    if (!path) {
+        free(own);
+        return hbm_err_set(err, "hbmctl is in no cgroup v2 (no 0:: line in /proc/self/cgroup)");
+    }
+    char parent[2048];
+    int r = run_cgroup_dir(mnt, root, path, parent, sizeof parent);
+    free(own);
+    if (r < 0)
+        return hbm_err_set(err, "hbmctl's cgroup is outside the cgroup2 mount at %s", mnt);
+    int w = snprintf(cg->dir, sizeof cg->dir, "%s/hbmctl-run.%d", parent, (int)getpid());
+    if (w < 0 || (size_t)w >= sizeof cg->dir)
+        return hbm_err_set(err, "cgroup path too long");
+    if (mkdir(cg->dir, 0755) < 0 && errno != EEXIST)
+        return hbm_err_set(err, "cannot create %s: %s", cg->dir, strerror(errno));
+    char f[4200];
+    snprintf(f, sizeof f, "%s/cgroup.procs", cg->dir);
+    cg->procs_fd = open(f, O_WRONLY | O_CLOEXEC);
+    if (cg->procs_fd < 0) {
+        int e = errno;
+        rmdir(cg->dir);
+        return hbm_err_set(err, "cannot open %s: %s", f, strerror(e));
+    }
+    snprintf(f, sizeof f, "%s/cgroup.kill", cg->dir);
+    cg->has_kill = access(f, W_OK) == 0;
+    cg->active = true;
+    return 0;
+}
+
+int run_cgroup_pids(const run_cgroup *cg, int **pids, size_t *n)
+{
+    *pids = NULL;
+    *n = 0;
+    if (!cg || !cg->active)
+        return 0;
+    char f[4200], *text = NULL;
+    snprintf(f, sizeof f, "%s/cgroup.procs", cg->dir);
+    if (read_small(f, &text) < 0)
+        return -1;
+    size_t cap = 0;
+    for (char *p = text; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (v > 0) {
+            hbm_grow((void **)pids, &cap, *n, sizeof **pids);
+            (*pids)[(*n)++] = (int)v;
+        }
+        p = end;
+        while (*p == '\n' || *p == ' ')
+            p++;
+    }
+    free(text);
+    return 0;
+}
+
+bool run_cgroup_populated(const run_cgroup *cg)
+{
+    if (!cg || !cg->active)
+        return false;
+    char f[4200], *text = NULL;
+    snprintf(f, sizeof f, "%s/cgroup.events", cg->dir);
+    if (read_small(f, &text) < 0)
+        return false;
+    bool pop = strstr(text, "populated 1") != NULL;
+    free(text);
+    return pop;
+}
+
+int run_cgroup_kill(const run_cgroup *cg)
+{
+    if (!cg || !cg->active || !cg->has_kill)
+        return -1;
+    char f[4200];
+    snprintf(f, sizeof f, "%s/cgroup.kill", cg->dir);
+    int fd = open(f, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t w = write(fd, "1", 1);
+    close(fd);
+    return w == 1 ? 0 : -1;
+}
+
+void run_cgroup_remove(run_cgroup *cg)
+{
+    if (!cg->active)
+        return;
+    if (cg->procs_fd >= 0)
+        close(cg->procs_fd);
+    cg->procs_fd = -1;
+    rmdir(cg->dir);
+    cg->active = false;
+}

@@ -1,0 +1,327 @@
+/* Which processes belong to the supervised tree, and signalling them safely.
+ *
+ * A process is a member when any of these says so: it descends from hbmctl (as a subreaper
+ * hbmctl adopts every orphan below it, so a double fork does not leave the tree), it is in
+ * the child's process group (or session with --setsid), or it is in the tree's cgroup leaf.
+ * hbmctl itself, its ancestors and PID 1 never are. Zombies are not members: they are dead,
+ * and hbmctl reaps the ones that are its children. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "run_int.h"
+#include "hbm/util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+int run_parse_stat(const char *buf, size_t len, run_proc *p)
+{
+    memset(p, 0, sizeof *p);
+    const char *lp = memchr(buf, '(', len);
+    const char *rp = NULL;
+    for (size_t i = len; i > 0; i--)
+        if (buf[i - 1] == ')') {
+            rp = buf + i - 1;
+            break;
+        }
+    if (!lp || !rp || rp < lp)
+        return -1;
+    p->pid = atoi(buf);
+    size_t cl = (size_t)(rp - lp - 1);
+    if (cl >= sizeof p->comm)
+        cl = sizeof p->comm - 1;
+    memcpy(p->comm, lp + 1, cl);
+    p->comm[cl] = '\0';
+    /* after ") ": field 3 state, 4 ppid, 5 pgrp, 6 session, ..., 22 starttime */
+    const char *s = rp + 1;
+    const char *end = buf + len;
+    int field = 3;
+    while (s < end && field <= 22) {
+        while (s < end && *s == ' ')
+            s++;
+        if (s >= end)
+            break;
+        const char *t = s;
+        while (t < end && *t != ' ' && *t != '\n')
+            t++;
+        char tok[32];
+        size_t tl = (size_t)(t - s) < sizeof tok - 1 ? (size_t)(t - s) : sizeof tok - 1;
+        memcpy(tok, s, tl);
+        tok[tl] = '\0';
+        switch (field) {
+        case 3: p->state = tok[0]; break;
+        case 4: p->ppid = atoi(tok); break;
+        case 5: p->pgrp = atoi(tok); break;
+        case 6: p->sid = atoi(tok); break;
+        case 22: p->start = strtoull(tok, NULL, 10); break;
+        default: break;
+        }
+        field++;
+        s = t;
+    }
+    return field > 22 ? 0 : -1;
+}
+
+static int read_stat(int pid, run_proc *p)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return run_parse_stat(buf, (size_t)n, p);
+}
+
+/* A leader shown as Z while other threads of it still run is not dead (research d2). */
+static bool zombie_with_threads(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n > 1;
+}
+
+void run_tree_init(run_tree *t, const run_cgroup *cg)
+{
+    memset(t, 0, sizeof *t);
+    t->self = (int)getpid();
+    t->cg = cg;
+    char link[64] = "";
+    ssize_t n = readlink("/proc/self", link, sizeof link - 1);
+    if (n > 0) {
+        link[n] = '\0';
+        t->proc_usable = atoi(link) == t->self;
+    }
+    if (!t->proc_usable)
+        return;
+    size_t cap = 0;
+    run_proc p;
+    int pid = t->self;
+    for (int depth = 0; depth < 4096 && read_stat(pid, &p) == 0 && p.ppid > 0; depth++) {
+        hbm_grow((void **)&t->ancestors, &cap, t->nancestors, sizeof *t->ancestors);
+        t->ancestors[t->nancestors++] = p.ppid;
+        pid = p.ppid;
+    }
+}
+
+void run_tree_free(run_tree *t)
+{
+    free(t->ancestors);
+    free(t->seen);
+    memset(t, 0, sizeof *t);
+}
+
+run_seen *run_tree_seen(run_tree *t, int pid, uint64_t start)
+{
+    for (size_t i = 0; i < t->nseen; i++)
+        if (t->seen[i].pid == pid && t->seen[i].start == start)
+            return &t->seen[i];
+    hbm_grow((void **)&t->seen, &t->capseen, t->nseen, sizeof *t->seen);
+    run_seen *s = &t->seen[t->nseen++];
+    memset(s, 0, sizeof *s);
+    s->pid = pid;
+    s->start = start;
+    return s;
+}
+
+bool run_tree_was_member(const run_tree *t, int pid)
+{
+    for (size_t i = 0; i < t->nseen; i++)
+        if (t->seen[i].pid == pid)
+            return true;
+    return false;
+}
+
+void run_tree_note_reaped(run_tree *t, int pid)
+{
+    for (size_t i = 0; i < t->nseen; i++)
+        if (t->seen[i].pid == pid) {
+            t->seen[i].gone = true;
+            return;
+        }
+    run_seen *s = run_tree_seen(t, pid, 0);
+    s->gone = true;
+}
+
+static bool is_protected(const run_tree *t, int pid)
+{
+    if (pid == t->self || pid == 1)
+        return true;
+    for (size_t i = 0; i < t->nancestors; i++)
+        if (t->ancestors[i] == pid)
+            return true;
+    return false;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    const run_proc *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int run_tree_members(run_tree *t, run_proc **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    int *cgp = NULL;
+    size_t ncg = 0;
+    run_cgroup_pids(t->cg, &cgp, &ncg);
+    if (ncg > 1)
+        qsort(cgp, ncg, sizeof *cgp, cmp_int);
+    size_t cap = 0;
+
+    if (!t->proc_usable) {
+        /* /proc belongs to another PID namespace: only the cgroup can name members */
+        for (size_t i = 0; i < ncg; i++) {
+            if (is_protected(t, cgp[i]))
+                continue;
+            hbm_grow((void **)out, &cap, *n, sizeof **out);
+            run_proc *p = &(*out)[(*n)++];
+            memset(p, 0, sizeof *p);
+            p->pid = cgp[i];
+            p->state = '?';
+        }
+        free(cgp);
+        return 0;
+    }
+
+    DIR *d = opendir("/proc");
+    if (!d) {
+        free(cgp);
+        return -1;
+    }
+    run_proc *all = NULL;
+    size_t nall = 0, capall = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        run_proc p;
+        if (read_stat(atoi(e->d_name), &p) < 0)
+            continue; /* vanished: normal */
+        hbm_grow((void **)&all, &capall, nall, sizeof *all);
+        all[nall++] = p;
+    }
+    closedir(d);
+
+    bool *in = hbm_xcalloc(nall ? nall : 1, sizeof *in);
+    bool *desc = hbm_xcalloc(nall ? nall : 1, sizeof *desc);
+    /* descendants of hbmctl: walk each parent chain (pid-sorted, so bsearch) until it
+     * reaches hbmctl, a known answer, or the top; 0 unknown, 1 yes, 2 no */
+    if (nall > 1)
+        qsort(all, nall, sizeof *all, cmp_proc);
+    unsigned char *memo = hbm_xcalloc(nall ? nall : 1, 1);
+    size_t *chain = hbm_xcalloc(nall ? nall : 1, sizeof *chain);
+    for (size_t i = 0; i < nall; i++) {
+        size_t nc = 0, cur = i;
+        unsigned char ans = 2;
+        for (;;) {
+            if (memo[cur]) {
+                ans = memo[cur];
+                break;
+            }
+            chain[nc++] = cur;
+            if (all[cur].ppid == t->self) {
+                ans = 1;
+                break;
+            }
+            run_proc key = {.pid = all[cur].ppid};
+            run_proc *par = all[cur].ppid > 0 && nc < nall
+                                ? bsearch(&key, all, nall, sizeof *all, cmp_proc) : NULL;
+            if (!par || par->pid == t->self)
+                break;
+            cur = (size_t)(par - all);
+        }
+        for (size_t k = 0; k < nc; k++)
+            memo[chain[k]] = ans;
+    }
+    for (size_t i = 0; i < nall; i++)
+        desc[i] = memo[i] == 1;
+    free(memo);
+    free(chain);
+    for (size_t i = 0; i < nall; i++) {
+        const run_proc *p = &all[i];
+        bool m = desc[i];
+        if (t->child_pgid > 0 && (p->pgrp == t->child_pgid || (t->by_session && p->sid == t->child_pgid)))
+            m = true;
+        if (ncg && bsearch(&p->pid, cgp, ncg, sizeof *cgp, cmp_int))
+            m = true;
+        if (!m || is_protected(t, p->pid))
+            continue;
+        if (p->state == 'Z' && !zombie_with_threads(p->pid))
+            continue;
+        if (p->state == 'X')
+            continue;
+        in[i] = true;
+    }
+    for (size_t i = 0; i < nall; i++) {
+        if (!in[i])
+            continue;
+        hbm_grow((void **)out, &cap, *n, sizeof **out);
+        (*out)[(*n)++] = all[i];
+        run_seen *s = run_tree_seen(t, all[i].pid, all[i].start);
+        memcpy(s->comm, all[i].comm, sizeof s->comm);
+    }
+    free(in);
+    free(desc);
+    free(all);
+    free(cgp);
+    return 0;
+}
+
+int run_signal_proc(const run_proc *p, int sig)
+{
+    if (p->start == 0) {
+        /* no identity to check (foreign /proc): the pid came from our own cgroup */
+        return kill(p->pid, sig) == 0 ? 0 : 1;
+    }
+    int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+    if (fd < 0 && errno != ENOSYS)
+        return 1; /* ESRCH: gone */
+    run_proc now;
+    /* with the pidfd open the pid cannot be recycled under us; the start time says whether
+     * it is still the process we saw */
+    if (read_stat(p->pid, &now) < 0 || now.start != p->start) {
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    int r;
+    if (fd >= 0) {
+        r = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+        close(fd);
+    } else {
+        r = kill(p->pid, sig);
+    }
+    return r == 0 ? 0 : 1;
+}

@@ -31,11 +31,11 @@ typedef struct hbm_sig_product {
 } hbm_sig_product;
 
 /* A template shown when its condition holds and every number in it is known; otherwise
- * the plain fallback (if any) is shown instead. */
+ * the fallback template (if any, and if its own numbers are known) is shown instead. */
 typedef struct hbm_sig_note {
     char *text;      /* owned template */
     char *when;      /* owned condition expression, NULL = always */
-    char *otherwise; /* owned plain text, NULL = nothing */
+    char *otherwise; /* owned template ("else"), NULL = nothing */
 } hbm_sig_note;
 
 /* One catalogue entry. Every pointer is owned by the catalogue. */
@@ -86,6 +86,7 @@ typedef struct hbm_explain_num {
     char name[32];
     char *text;   /* owned: the captured text as it appears */
     double value; /* number (bytes when the text or the entry's unit is a size); NAN if none */
+    bool bytes;   /* value is a size in bytes */
 } hbm_explain_num;
 
 /* A remembered fact (last value seen in the log). */

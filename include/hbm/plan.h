@@ -39,6 +39,10 @@ typedef struct hbm_plan_device {
 const hbm_plan_device *hbm_plan_devices(size_t *n);
 /* By name or alias, case-insensitive, ignoring '-', '_' and spaces; NULL when unknown. */
 const hbm_plan_device *hbm_plan_device_find(const char *name);
+/* The row for a name as a driver reports it ("NVIDIA H100 80GB HBM3", "910B3"): the
+ * longest table family contained in it, then the size nearest driver_total (bytes, may be
+ * HBM_UNKNOWN); NULL when no family matches. */
+const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t driver_total);
 
 /* ---- model reading ------------------------------------------------------------------- */
 

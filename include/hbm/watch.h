@@ -51,7 +51,7 @@ typedef struct hbm_leak_status {
     int64_t base;        /* the level before the current staircase */
     int64_t growth;      /* top plateau - base, bytes (0 without steps) */
     int64_t step_bytes;  /* the step size in force: max(step_min, noise_k x noise) */
-    double noise_bytes;  /* robust noise scale (1.4826 x MAD of sample differences / sqrt 2) */
+    double noise_bytes;  /* robust noise scale (from residuals around the median) */
     double since;        /* time (caller's clock) of the first unreturned step; NAN */
     unsigned events;     /* HBM_LEAK_EV_* of the last sample */
 } hbm_leak_status;
@@ -60,10 +60,10 @@ typedef struct hbm_leak {
     hbm_leak_params p;
     uint64_t n;                            /* samples seen */
     int64_t win[HBM_LEAK_WINDOW_MAX];      /* last samples (ring) */
-    int64_t med[HBM_LEAK_HOLD_MAX];        /* last robust levels (ring) */
+    int64_t med[HBM_LEAK_HOLD_MAX + 2];    /* last robust levels (ring) */
     uint64_t nmed;
-    int64_t prev;                          /* the previous sample */
-    double resid[HBM_LEAK_NOISE_RING];     /* |sample - previous sample| (ring) */
+    uint64_t jump_start, jump_end;         /* nmed indexes of the last run of fast rises */
+    double resid[HBM_LEAK_NOISE_RING];     /* |sample - centred median| (ring) */
     uint64_t nresid;
     int64_t levels[HBM_LEAK_LEVELS_MAX];   /* staircase: base, then each step's plateau */
     double level_t[HBM_LEAK_LEVELS_MAX];   /* when each level was confirmed */

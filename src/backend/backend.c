@@ -29,7 +29,7 @@ static bool looks_like_json(const char *text, size_t len)
 
 /* Snapshots and pastes are bounded: a real npu-smi output is a few KiB, a snapshot of a
  * busy host a few MiB. */
-#define MAX_INPUT_BYTES (64u << 20)
+#define MAX_INPUT_BYTES (256u << 20)
 
 int hbm_observe_file(hbm_obs *obs, const char *path, hbm_err *err)
 {
@@ -104,16 +104,27 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
 
     const hbm_backend *chosen = NULL;
     if (strcmp(want, "auto") == 0) {
+        /* A library can load on a machine whose driver is absent (an NVML package without
+         * a GPU): a source that is present but fails to observe gives way to the next. */
         char tried[sizeof err->msg] = "";
         for (size_t i = 0; i < NLIVE && !chosen; i++) {
             if (!live_backends[i])
                 continue;
             hbm_err why = {{0}};
-            if (live_backends[i]->available(&why) == 1)
-                chosen = live_backends[i];
-            else
-                snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
-                         tried[0] ? "; " : "", live_backends[i]->name, why.msg);
+            if (live_backends[i]->available(&why) == 1) {
+                snprintf(obs->backend, sizeof obs->backend, "%s", live_backends[i]->name);
+                if (live_backends[i]->observe(obs, &why) == 0) {
+                    chosen = live_backends[i];
+                    break;
+                }
+                /* Drop whatever the failed source added before trying the next. */
+                hbm_obs_free(obs);
+                hbm_obs_init(obs);
+                obs->captured_at = hbm_now_wall();
+                gethostname(obs->hostname, sizeof obs->hostname - 1);
+            }
+            snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
+                     tried[0] ? "; " : "", live_backends[i]->name, why.msg);
         }
         if (!chosen)
             return hbm_err_set(err, "no accelerator backend found (%s)", tried);
@@ -125,13 +136,12 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         hbm_err why = {{0}};
         if (chosen->available(&why) != 1)
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
-    }
-
-    snprintf(obs->backend, sizeof obs->backend, "%s", chosen->name);
-    if (chosen->observe(obs, err) < 0) {
-        hbm_err_prefix(err, "%s", chosen->name);
-        hbm_obs_free(obs);
-        return -1;
+        snprintf(obs->backend, sizeof obs->backend, "%s", chosen->name);
+        if (chosen->observe(obs, err) < 0) {
+            hbm_err_prefix(err, "%s", chosen->name);
+            hbm_obs_free(obs);
+            return -1;
+        }
     }
     if (!opts->no_host && scan_host(obs, opts, err) < 0) {
         hbm_err_prefix(err, "host facts");

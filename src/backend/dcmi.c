@@ -2,7 +2,6 @@
  * the prototypes and structs used are declared here (no Ascend SDK at build time). Field
  * layouts and units follow research/ascend-dcmi.md: memory in MB, power in 0.1 W, process
  * memory in bytes, ids in four numberings (card, chip in card, logic, physical). */
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -116,7 +115,7 @@ typedef int (*dc_pcie_fn)(int, int, struct dc_pcie *);
 typedef int (*dc_topo_fn)(int, int, int, int, int *);
 
 typedef struct dc_api {
-    void *lib; /* owned dlopen handle */
+    void *lib; /* borrowed: kept loaded by hbm_dl_open */
     dc_init_fn init;
     dc_ver_fn driver_version;
     dc_cards_fn cards;
@@ -209,8 +208,8 @@ static void dc_fill_health(const dc_api *a, dc_chip c, hbm_device *d)
     static const char *const words[] = {"OK", "Warning", "Alarm", "Critical"};
     const char *w = (int)h == DC_HEALTH_ABSENT ? "Absent" : h < 4 ? words[h] : "UNKNOWN";
     /* Minor alarms leave a chip usable; major and critical ones, or a chip the driver
-     * says is gone, are evidence it is not. */
-    d->healthy = h < 2;
+     * says is gone, are evidence it is not. A code this table lacks is no evidence. */
+    d->healthy = h != 2 && h != 3 && (int)h != DC_HEALTH_ABSENT;
     unsigned int codes[128];
     int ncodes = 0;
     if (h != 0 && a->errcodes &&
@@ -387,14 +386,7 @@ done:
 
 static int dcmi_available(hbm_err *err)
 {
-    void *h = hbm_dl_open(DC_LIB_ENV, dc_lib_names, err);
-    if (!h)
-        return 0;
-    bool ok = hbm_dl_sym(h, "dcmi_init") != NULL;
-    hbm_dl_close(h);
-    if (!ok)
-        hbm_err_set(err, "the DCMI library has no dcmi_init");
-    return ok ? 1 : 0;
+    return hbm_dl_probe(DC_LIB_ENV, dc_lib_names, "dcmi_init", err) ? 1 : 0;
 }
 
 static int dcmi_observe(hbm_obs *obs, hbm_err *err)
@@ -406,23 +398,18 @@ static int dcmi_observe(hbm_obs *obs, hbm_err *err)
     if (!a.lib)
         return hbm_err_set(err, "%s", why.msg);
     dc_bind(&a);
-    if (!a.init || !a.cards || !a.chips_in_card) {
-        hbm_dl_close(a.lib);
+    if (!a.init || !a.cards || !a.chips_in_card)
         return hbm_err_set(err, "the library lacks dcmi_init/dcmi_get_card_list/"
                                 "dcmi_get_device_num_in_card");
-    }
+    /* Documented as required before any other call; there is no matching shutdown. */
     int r = a.init();
-    if (r != DC_OK) {
-        hbm_dl_close(a.lib);
+    if (r != DC_OK)
         return hbm_err_set(err, "dcmi_init: %d (%s)", r, dc_strerror(r));
-    }
     int cards[DC_MAX_CARDS];
     int ncards = 0;
     r = a.cards(&ncards, cards, DC_MAX_CARDS);
-    if (r != DC_OK) {
-        hbm_dl_close(a.lib);
+    if (r != DC_OK)
         return hbm_err_set(err, "dcmi_get_card_list: %d (%s)", r, dc_strerror(r));
-    }
     if (ncards > DC_MAX_CARDS)
         ncards = DC_MAX_CARDS;
     char ver[256];
@@ -450,7 +437,6 @@ static int dcmi_observe(hbm_obs *obs, hbm_err *err)
     }
     dc_fill_topo(&a, obs, base, chips, n);
     free(chips);
-    hbm_dl_close(a.lib);
     return 0;
 }
 

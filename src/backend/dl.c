@@ -1,15 +1,49 @@
 #include "backend/dl.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err)
+#include "hbm/util.h"
+
+/* Libraries kept loaded, by the name they were opened with. Few distinct names ever occur
+ * (one per backend, more only when tests switch fakes). */
+typedef struct dl_kept {
+    char *name; /* owned */
+    void *handle;
+} dl_kept;
+
+static dl_kept *kept;
+static size_t nkept, capkept;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *open_one(const char *name, bool keep)
+{
+    if (!keep)
+        return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    pthread_mutex_lock(&kept_lock);
+    void *h = NULL;
+    for (size_t i = 0; i < nkept && !h; i++)
+        if (strcmp(kept[i].name, name) == 0)
+            h = kept[i].handle;
+    if (!h) {
+        h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            hbm_grow((void **)&kept, &capkept, nkept, sizeof *kept);
+            kept[nkept++] = (dl_kept){hbm_xstrdup(name), h};
+        }
+    }
+    pthread_mutex_unlock(&kept_lock);
+    return h;
+}
+
+static void *open_lib(const char *env, const char *const *candidates, bool keep, hbm_err *err)
 {
     const char *forced = env ? getenv(env) : NULL;
     if (forced && *forced) {
-        void *h = dlopen(forced, RTLD_NOW | RTLD_LOCAL);
+        void *h = open_one(forced, keep);
         if (!h) {
             const char *why = dlerror();
             hbm_err_set(err, "%s=%s: %s", env, forced, why ? why : "cannot load");
@@ -19,7 +53,7 @@ void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err)
     char tried[768] = "";
     size_t used = 0;
     for (size_t i = 0; candidates && candidates[i]; i++) {
-        void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = open_one(candidates[i], keep);
         if (h)
             return h;
         int n = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "",
@@ -27,12 +61,29 @@ void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err)
         if (n > 0 && (size_t)n < sizeof tried - used)
             used += (size_t)n;
     }
-    hbm_err_set(err, "cannot load %s%s%s", tried, env ? " (set " : "", env ? env : "");
-    if (env && err) {
-        size_t len = strlen(err->msg);
-        snprintf(err->msg + len, sizeof err->msg - len, " to its path)");
-    }
+    if (env)
+        hbm_err_set(err, "cannot load %s (set %s to its path)", tried, env);
+    else
+        hbm_err_set(err, "cannot load %s", tried);
     return NULL;
+}
+
+void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err)
+{
+    return open_lib(env, candidates, true, err);
+}
+
+bool hbm_dl_probe(const char *env, const char *const *candidates, const char *symbol,
+                  hbm_err *err)
+{
+    void *h = open_lib(env, candidates, false, err);
+    if (!h)
+        return false;
+    bool ok = dlsym(h, symbol) != NULL;
+    if (!ok)
+        hbm_err_set(err, "the library has no %s", symbol);
+    dlclose(h); /* a reference count: a library kept loaded stays loaded */
+    return ok;
 }
 
 hbm_dl_fn hbm_dl_sym(void *h, const char *name)
@@ -52,12 +103,6 @@ hbm_dl_fn hbm_dl_sym_any(void *h, const char *const *names)
             return fn;
     }
     return NULL;
-}
-
-void hbm_dl_close(void *h)
-{
-    if (h)
-        dlclose(h);
 }
 
 void hbm_dl_copy(char *dst, size_t n, const char *src, size_t srcmax)

@@ -3,6 +3,7 @@
 #ifndef HBM_BACKEND_DL_H
 #define HBM_BACKEND_DL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "hbm/err.h"
@@ -10,8 +11,16 @@
 /* Opens the library named by environment variable env when set (and only that one, so a
  * test or an odd install is never silently served by another copy), else the first of the
  * NULL-terminated candidates that loads. Returns the dlopen handle, or NULL with err saying
- * what was tried. */
+ * what was tried.
+ * A library opened this way stays loaded for the life of the process (later calls return
+ * the same handle): driver libraries start threads and register handlers that do not
+ * survive being unloaded, and a watch loop should not reload them every sample. */
 void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err);
+
+/* True when the library loads and exports symbol; leaves nothing loaded that was not
+ * before (the cheap probe behind a backend's available()). */
+bool hbm_dl_probe(const char *env, const char *const *candidates, const char *symbol,
+                  hbm_err *err);
 
 /* A symbol of handle h as a generic function pointer; NULL when the library lacks it
  * (an older driver). Callers cast it to the prototype they declared. */
@@ -20,8 +29,6 @@ hbm_dl_fn hbm_dl_sym(void *h, const char *name);
 
 /* The first of several names that exists (newest version first), NULL when none does. */
 hbm_dl_fn hbm_dl_sym_any(void *h, const char *const *names);
-
-void hbm_dl_close(void *h);
 
 /* Copies a string a driver wrote into a fixed buffer (srcmax bytes, maybe without a NUL)
  * into dst of n bytes, truncating, always NUL-terminated. */

@@ -1,7 +1,6 @@
 /* NVIDIA backend: NVML loaded with dlopen, prototypes and structs declared here (no CUDA
  * SDK at build time). Every call beyond enumeration is optional: a driver that lacks it,
  * or answers NOT_SUPPORTED, leaves the fact unknown (NAN / HBM_UNKNOWN), never 0. */
-#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,9 +78,11 @@ typedef union nv_pci_buf {
 /* Process entries. v1 {u32 pid; u64 used} = 16 bytes, v2 adds {u32 gpuInstanceId; u32
  * computeInstanceId} = 24, and one header generation's v3 adds u64 usedGpuCcProtectedMemory
  * = 32. Drivers and headers disagreed on which one the _v3 call writes (pids came out
- * scrambled in tools that trusted a struct), so the stride is measured, see nv_procs_call.
+ * scrambled in tools that trusted a struct), so the stride is measured, see nv_stride.
  * Fields are read at fixed offsets: pid 0, used 8, gi 16, ci 20. */
-enum { NV_PROC_MAX_STRIDE = 32 };
+/* Bytes of buffer per entry the driver is told about: twice the largest entry any header
+ * declared, so a driver with a still larger one cannot write past the buffer. */
+enum { NV_PROC_ROOM = 64 };
 
 typedef nv_ret (*nv_void_fn)(void);
 typedef const char *(*nv_errstr_fn)(nv_ret);
@@ -107,7 +108,7 @@ typedef nv_ret (*nv_link_pci_fn)(nv_dev, unsigned int, nv_pci *);
 typedef nv_ret (*nv_p2p_fn)(nv_dev, nv_dev, int, int *);
 
 typedef struct nv_api {
-    void *lib; /* owned dlopen handle */
+    void *lib; /* borrowed: kept loaded by hbm_dl_open */
     nv_void_fn init, shutdown;
     nv_errstr_fn errstr;
     nv_sysstr_fn driver_version;
@@ -245,7 +246,7 @@ static nv_ret nv_procs_call(nv_procs_fn fn, nv_dev dev, size_t nominal, nv_plist
 {
     unsigned int cap = 64;
     for (int attempt = 0; attempt < 6; attempt++) {
-        size_t bytes = (size_t)cap * NV_PROC_MAX_STRIDE;
+        size_t bytes = (size_t)cap * NV_PROC_ROOM;
         unsigned char *a = hbm_xmalloc(bytes);
         unsigned char *b = hbm_xmalloc(bytes);
         memset(a, 0xA5, bytes);
@@ -574,14 +575,8 @@ static void nv_fill_topo(const nv_api *a, hbm_obs *obs, size_t base, const nv_gp
 
 static int nvml_available(hbm_err *err)
 {
-    void *h = hbm_dl_open(NV_LIB_ENV, nv_lib_names, err);
-    if (!h)
-        return 0;
-    bool ok = hbm_dl_sym(h, "nvmlInit_v2") || hbm_dl_sym(h, "nvmlInit");
-    hbm_dl_close(h);
-    if (!ok)
-        hbm_err_set(err, "the NVML library has no nvmlInit");
-    return ok ? 1 : 0;
+    /* Every NVML since the first exports the unversioned nvmlInit. */
+    return hbm_dl_probe(NV_LIB_ENV, nv_lib_names, "nvmlInit", err) ? 1 : 0;
 }
 
 static int nvml_observe(hbm_obs *obs, hbm_err *err)
@@ -593,30 +588,23 @@ static int nvml_observe(hbm_obs *obs, hbm_err *err)
     if (!a.lib)
         return hbm_err_set(err, "%s", why.msg);
     nv_bind(&a);
-    if (!a.init || !a.shutdown || !a.count || !a.handle) {
-        hbm_dl_close(a.lib);
+    if (!a.init || !a.shutdown || !a.count || !a.handle)
         return hbm_err_set(err, "the library lacks nvmlInit/nvmlDeviceGetCount/"
                                 "nvmlDeviceGetHandleByIndex");
-    }
     char e[128];
     nv_ret r = a.init();
-    if (r != NV_OK) {
-        hbm_err_set(err, "nvmlInit: %s", nv_strerror(&a, r, e, sizeof e));
-        hbm_dl_close(a.lib);
-        return -1;
-    }
+    if (r != NV_OK)
+        return hbm_err_set(err, "nvmlInit: %s", nv_strerror(&a, r, e, sizeof e));
     unsigned int n = 0;
     r = a.count(&n);
     if (r != NV_OK) {
         hbm_err_set(err, "nvmlDeviceGetCount: %s", nv_strerror(&a, r, e, sizeof e));
         a.shutdown();
-        hbm_dl_close(a.lib);
         return -1;
     }
     char ver[96];
-    if (a.driver_version && a.driver_version(ver, sizeof ver) == NV_OK) {
+    if (a.driver_version && a.driver_version(ver, sizeof ver) == NV_OK)
         hbm_dl_copy(obs->driver_version, sizeof obs->driver_version, ver, sizeof ver);
-    }
     snprintf(obs->backend, sizeof obs->backend, "nvml");
     size_t base = obs->ndevs;
     nv_gpu *g = hbm_xcalloc(n ? n : 1, sizeof *g);
@@ -629,7 +617,6 @@ static int nvml_observe(hbm_obs *obs, hbm_err *err)
     nv_fill_topo(&a, obs, base, g, k);
     free(g);
     a.shutdown();
-    hbm_dl_close(a.lib);
     return 0;
 }
 

@@ -89,7 +89,7 @@ static void render(const hbm_obs *obs)
     printf("\n");
     if (obs->partial)
         printf("partial input: %s\n", obs->partial_why);
-    printf("\n%-5s %-4s %-5s %-12s %-7s %6s %5s %5s %-19s %-9s %s\n", ascend ? "NPU" : "GPU",
+    printf("\n%-5s %-4s %-5s %-12s %-7s %6s %5s %5s %-19s %-11s %s\n", ascend ? "NPU" : "GPU",
            "CHIP", "LOGIC", "NAME", "HEALTH", "POWER", "TEMP", "UTIL", "MEMORY USED/TOTAL",
            "HUGEPAGES", "VERDICT");
     char a[32], b[32], c[32], mem[48], power[16], temp[16], util[16], huge[24];
@@ -112,7 +112,7 @@ static void render(const hbm_obs *obs)
         else
             snprintf(huge, sizeof huge, "%lld/%lld", (long long)d->hugepages_used,
                      (long long)d->hugepages_total);
-        printf("%-5s %-4s %-5s %-12.12s %-7.7s %6s %5s %5s %-19s %-9s %s%s%s\n",
+        printf("%-5s %-4s %-5s %-12.12s %-7.7s %6s %5s %5s %-19s %-11s %s%s%s\n",
                fmt_id(a, sizeof a, d->index), fmt_id(b, sizeof b, d->chip),
                fmt_id(c, sizeof c, d->logic_id), d->name[0] ? d->name : "-",
                d->health[0] ? d->health : "-", power, temp, util,
@@ -148,6 +148,18 @@ static void render(const hbm_obs *obs)
                  fmt_id(a, sizeof a, d->index), ascend ? " chip " : "",
                  ascend ? fmt_id(b, sizeof b, d->chip) : "", hbm_verdict_name(d->verdict));
         print_wrapped(prefix, d->reason, 100);
+    }
+
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        const hbm_device *d = &obs->devs[i];
+        if (d->vendor == HBM_VENDOR_ASCEND && d->hugepages_total > 0 &&
+            d->hugepages_used * 10 >= d->hugepages_total * 9) {
+            print_wrapped("\nnote: ", "npu-smi's Hugepages-Usage counts the card's own memory "
+                          "pages, not host hugepages: it stays full while a process holds the "
+                          "card's memory, and only ending that process lowers it (ipcrm and "
+                          "host hugepage settings do not).", 100);
+            break;
+        }
     }
 
     if (obs->has_host) {

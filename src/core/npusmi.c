@@ -463,7 +463,10 @@ int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char
     hbm_device *cur = NULL;
     const char *p = text, *end = text + len;
 
-    if (len == 0 || strspn(text, " \t\r\n") == len) {
+    size_t blank = 0;
+    while (blank < len && strchr(" \t\r\n", text[blank]) && text[blank])
+        blank++;
+    if (blank == len) {
         r.line = 1;
         return fail(&r, "empty input: expected the text of 'npu-smi info'");
     }

@@ -85,14 +85,14 @@ void hbm_findings_verdict(const hbm_findings *f, char *buf, size_t n)
         return;
     }
     size_t pos = (size_t)snprintf(buf, n, "%zu problem%s:", problems, problems == 1 ? "" : "s");
+    bool any = false;
     for (int sev = HBM_SEV_CRITICAL; sev >= HBM_SEV_WARNING && pos < n; sev--) {
         size_t count = 0;
         for (size_t i = 0; i < f->n; i++)
             count += (int)f->items[i].severity == sev;
         if (!count)
             continue;
-        pos += (size_t)snprintf(buf + pos, n - pos, "%s %zu %s%s (", sev == HBM_SEV_CRITICAL ? "" : (pos > 12 ? "," : ""),
-                                count, sev == HBM_SEV_CRITICAL ? "critical" : "warning",
+        pos += (size_t)snprintf(buf + pos, n - pos, "%s %zu %s%s (", any ? "," : "", count, sev == HBM_SEV_CRITICAL ? "critical" : "warning",
                                 sev == HBM_SEV_WARNING && count > 1 ? "s" : "");
         const char *last = "";
         bool first = true;
@@ -106,5 +106,6 @@ void hbm_findings_verdict(const hbm_findings *f, char *buf, size_t n)
         }
         if (pos < n)
             pos += (size_t)snprintf(buf + pos, n - pos, ")");
+        any = true;
     }
 }

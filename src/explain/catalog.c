@@ -131,8 +131,9 @@ void expl_needles_free(expl_needles *ns)
 
 /* ---- values ---- */
 
-double expl_capture_value(const char *text, const expl_rt *rt, const char *name)
+double expl_capture_value(const char *text, const expl_rt *rt, const char *name, bool *bytes)
 {
+    *bytes = false;
     char num[64];
     size_t k = 0;
     const char *p = text;
@@ -153,13 +154,17 @@ double expl_capture_value(const char *text, const expl_rt *rt, const char *name)
         end++;
     if (*end == '\0') {
         for (size_t i = 0; i < rt->nunits; i++)
-            if (strcmp(rt->units[i].name, name) == 0)
+            if (strcmp(rt->units[i].name, name) == 0) {
+                *bytes = true;
                 return v * rt->units[i].mult;
+            }
         return v;
     }
-    int64_t bytes;
-    if (hbm_parse_size(num, &bytes, NULL) == 0)
-        return (double)bytes;
+    int64_t size;
+    if (hbm_parse_size(num, &size, NULL) == 0) {
+        *bytes = true;
+        return (double)size;
+    }
     return NAN;
 }
 
@@ -300,16 +305,31 @@ static void free_sig(hbm_sig *s, expl_rt *rt)
     free(rt->units);
 }
 
+typedef struct known_ctx {
+    const hbm_catalog *cat;
+    const expl_rt *rt;
+} known_ctx;
+
+static bool has_name(const expl_rt *rt, const char *name)
+{
+    for (size_t i = 0; i < rt->nnames; i++)
+        if (strcmp(rt->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Names a template may use: the entry's captures, and log_<name> for any fact's capture. */
 static bool known_name(void *ctx, const char *name, double *value, const char **text)
 {
-    const expl_rt *rt = ctx;
-    for (size_t i = 0; i < rt->nnames; i++)
-        if (strcmp(rt->names[i], name) == 0) {
-            *value = 1.0;
-            *text = "x";
-            return true;
-        }
-    return false;
+    const known_ctx *kc = ctx;
+    bool ok = has_name(kc->rt, name);
+    if (!ok && strncmp(name, EXPL_FACT_PREFIX, strlen(EXPL_FACT_PREFIX)) == 0)
+        for (size_t i = 0; i < kc->cat->n && !ok; i++)
+            ok = kc->cat->rt[i].kind == EXPL_FACT &&
+                 has_name(&kc->cat->rt[i], name + strlen(EXPL_FACT_PREFIX));
+    *value = 1.0;
+    *text = "x";
+    return ok;
 }
 
 static void add_name(expl_rt *rt, const char *name)
@@ -359,7 +379,7 @@ static int compile_patterns(loader *ld, hbm_sig *s, expl_rt *rt, uint32_t *max_o
     return 0;
 }
 
-static int check_template(loader *ld, expl_rt *rt, const char *what, const char *tmpl,
+static int check_template(loader *ld, known_ctx *kc, const char *what, const char *tmpl,
                           bool is_expr)
 {
     if (!tmpl)
@@ -368,10 +388,10 @@ static int check_template(loader *ld, expl_rt *rt, const char *what, const char 
     int rc;
     if (is_expr) {
         double v;
-        rc = hbm_explain_eval(tmpl, known_name, rt, &v, &e);
+        rc = hbm_explain_eval(tmpl, known_name, kc, &v, &e);
     } else {
         bool unknown;
-        char *out = hbm_explain_render(tmpl, known_name, rt, &unknown, &e);
+        char *out = hbm_explain_render(tmpl, known_name, kc, &unknown, &e);
         rc = out || unknown ? 0 : -1;
         free(out);
     }
@@ -502,13 +522,25 @@ static int load_entry(loader *ld, json_t *e, hbm_sig *s, expl_rt *rt, uint32_t *
         return -1;
     if (rt->kind == EXPL_FACT && rt->nnames == 0)
         return bad(ld, "%s", "a fact's patterns need named captures");
+    return 0;
+}
+
+/* Templates are checked once every entry is loaded: they may name any fact (log_<name>). */
+static int check_templates(loader *ld, const hbm_catalog *cat, size_t idx)
+{
+    const hbm_sig *s = &cat->sigs[idx];
+    known_ctx kc = {.cat = cat, .rt = &cat->rt[idx]};
+    ld->sig = s;
+    ld->index = idx;
     for (size_t i = 0; i < s->nmeaning; i++)
-        if (check_template(ld, rt, "meaning", s->meaning[i].text, false) < 0 ||
-            check_template(ld, rt, "meaning 'when'", s->meaning[i].when, true) < 0)
+        if (check_template(ld, &kc, "meaning", s->meaning[i].text, false) < 0 ||
+            check_template(ld, &kc, "meaning 'when'", s->meaning[i].when, true) < 0 ||
+            check_template(ld, &kc, "meaning 'else'", s->meaning[i].otherwise, false) < 0)
             return -1;
     for (size_t i = 0; i < s->nremedies; i++)
-        if (check_template(ld, rt, "remedies", s->remedies[i].text, false) < 0 ||
-            check_template(ld, rt, "remedies 'when'", s->remedies[i].when, true) < 0)
+        if (check_template(ld, &kc, "remedies", s->remedies[i].text, false) < 0 ||
+            check_template(ld, &kc, "remedies 'when'", s->remedies[i].when, true) < 0 ||
+            check_template(ld, &kc, "remedies 'else'", s->remedies[i].otherwise, false) < 0)
             return -1;
     return 0;
 }
@@ -570,6 +602,9 @@ int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
         for (size_t k = 0; k < cat->sigs[i].nkeywords; k++)
             expl_needles_add(&cat->kw, cat->sigs[i].keywords[k], (uint32_t)i);
     }
+    for (size_t i = 0; i < n; i++)
+        if (check_templates(&ld, cat, i) < 0)
+            goto fail;
     json_decref(root);
     *out = cat;
     return 0;

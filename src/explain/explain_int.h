@@ -49,6 +49,9 @@ typedef struct expl_rt {
 
 enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
 
+/* Templates name a fact remembered from the log as log_<capture>, e.g. {log_port}. */
+#define EXPL_FACT_PREFIX "log_"
+
 struct hbm_catalog {
     hbm_sig *sigs; /* owned */
     expl_rt *rt;   /* owned, parallel to sigs */
@@ -60,7 +63,7 @@ struct hbm_catalog {
 };
 
 /* Value of a capture text: a number (commas allowed) times the unit, or a size with its
- * own unit ("136.00 MiB"), else NAN. */
-double expl_capture_value(const char *text, const expl_rt *rt, const char *name);
+ * own unit ("136.00 MiB"), else NAN. *bytes says whether it is a size. */
+double expl_capture_value(const char *text, const expl_rt *rt, const char *name, bool *bytes);
 
 #endif

@@ -136,10 +136,14 @@ json_t *hbm_explain_report_json(const hbm_explain_report *rep)
         json_t *nums = json_object();
         for (size_t k = 0; k < f->nnums; k++) {
             double v = f->nums[k].value;
-            json_object_set_new(nums, f->nums[k].name,
-                                isnan(v) ? text_json(f->nums[k].text)
-                                : (v == floor(v) && fabs(v) < 9e15) ? json_integer((json_int_t)v)
-                                                                     : json_real(v));
+            json_t *jv;
+            if (isnan(v))
+                jv = text_json(f->nums[k].text);
+            else if (f->nums[k].bytes || (v == floor(v) && fabs(v) < 9e15))
+                jv = json_integer((json_int_t)llround(v)); /* sizes in whole bytes */
+            else
+                jv = json_real(v);
+            json_object_set_new(nums, f->nums[k].name, jv);
         }
         json_t *o = json_object();
         json_object_set_new(o, "id", json_string(f->sig->id));

@@ -127,12 +127,12 @@ size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
             }
             continue;
         }
+        if (c == '\r' && r + 1 == len)
+            break; /* CRLF line end */
         if (c == '\r' || c == '\0')
             c = ' ';
         line[w++] = (char)c;
     }
-    while (w > 0 && (line[w - 1] == ' ' || line[w - 1] == '\t'))
-        w--;
     size_t skip = rfc3339_prefix(line, w);
     if (skip) {
         /* CRI (containerd, CRI-O): "TIME stdout F text"; P marks a partial record. */
@@ -159,11 +159,23 @@ size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
 typedef struct lookup_ctx {
     const hbm_explain_finding *f;
     const expl_rt *rt;
+    const hbm_explain_report *rep;
 } lookup_ctx;
+
+static const expl_rt no_units;
 
 static bool finding_lookup(void *ctx, const char *name, double *value, const char **text)
 {
     lookup_ctx *lc = ctx;
+    if (strncmp(name, EXPL_FACT_PREFIX, strlen(EXPL_FACT_PREFIX)) == 0) {
+        /* Validated at load: a fact's capture. Unknown when the log never showed it. */
+        const hbm_explain_fact *fact =
+            hbm_explain_report_fact(lc->rep, name + strlen(EXPL_FACT_PREFIX));
+        *text = fact ? fact->text : NULL;
+        bool bytes;
+        *value = fact ? expl_capture_value(fact->text, &no_units, name, &bytes) : NAN;
+        return true;
+    }
     for (size_t i = 0; i < lc->f->nnums; i++)
         if (strcmp(lc->f->nums[i].name, name) == 0) {
             *value = lc->f->nums[i].value;
@@ -195,12 +207,16 @@ static char *render_note(const hbm_sig_note *note, lookup_ctx *lc)
         if (out)
             return out;
     }
-    return note->otherwise ? hbm_xstrdup(note->otherwise) : NULL;
+    if (!note->otherwise)
+        return NULL;
+    bool unknown;
+    return hbm_explain_render(note->otherwise, finding_lookup, lc, &unknown, &err);
 }
 
-static void render_finding(hbm_explain_finding *f, const expl_rt *rt)
+static void render_finding(hbm_explain_finding *f, const expl_rt *rt,
+                           const hbm_explain_report *rep)
 {
-    lookup_ctx lc = {.f = f, .rt = rt};
+    lookup_ctx lc = {.f = f, .rt = rt, .rep = rep};
     const hbm_sig *s = f->sig;
     f->meaning = hbm_xcalloc(s->nmeaning + 1, sizeof *f->meaning);
     for (size_t i = 0; i < s->nmeaning; i++) {
@@ -229,7 +245,7 @@ static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain
         hbm_explain_num *num = &(*nums)[(*n)++];
         snprintf(num->name, sizeof num->name, "%s", rt->names[i]);
         num->text = hbm_xstrndup((const char *)buf, blen);
-        num->value = expl_capture_value(num->text, rt, num->name);
+        num->value = expl_capture_value(num->text, rt, num->name, &num->bytes);
         pcre2_substring_free(buf);
     }
 }
@@ -263,7 +279,6 @@ static void record_failure(hbm_explain_scanner *s, size_t e, const char *line, s
     f->count = 1;
     f->text = hbm_xstrndup(line, len < TEXT_KEEP ? len : TEXT_KEEP);
     take_captures(s, &s->cat->rt[e], &f->nums, &f->nnums);
-    render_finding(f, &s->cat->rt[e]);
 }
 
 static void record_facts(hbm_explain_scanner *s, size_t e, uint64_t lineno)
@@ -432,6 +447,11 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         s->plen = 0;
     }
     s->rep.lines = s->lineno;
+    /* Rendered at the end, so templates see facts from anywhere in the log. */
+    for (size_t i = 0; i < s->rep.nfindings; i++) {
+        hbm_explain_finding *f = &s->rep.findings[i];
+        render_finding(f, &s->cat->rt[f->sig - s->cat->sigs], &s->rep);
+    }
     *out = s->rep;
     memset(&s->rep, 0, sizeof s->rep);
     for (size_t i = 0; i <= s->cat->n; i++)

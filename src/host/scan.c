@@ -168,10 +168,10 @@ static bool is_server(int pidfd)
                                             "text-generation"};
     static const char *const cmd_words[] = {"vllm", "mindie", "sglang", "text-generation"};
     char exe[PATH_MAX];
-    ssize_t n = readlinkat(pidfd, "exe", exe, sizeof exe - 1);
+    bool real;
+    ssize_t n = hbm_hio_link(pidfd, "exe", exe, sizeof exe, &real);
     if (n <= 0)
         return false; /* kernel thread, zombie or no permission */
-    exe[n] = '\0';
     const char *base = strrchr(exe, '/');
     base = base ? base + 1 : exe;
     bool python = strstr(base, "python") != NULL, known = python;
@@ -246,7 +246,7 @@ static int scan_procs(scan_ctx *c, hbm_err *err)
         close(pidfd);
     }
     closedir(d);
-    if (rc == 0)
+    if (rc == 0 && c->h->nprocs)
         qsort(c->h->procs, c->h->nprocs, sizeof *c->h->procs, cmp_proc);
     return rc;
 }
@@ -330,7 +330,8 @@ static void build_want(scan_ctx *c, const hbm_host_opts *o)
     for (size_t i = 0; i < c->h->nsysv; i++)
         if (c->h->sysv[i].cpid_alive)
             c->want[c->nwant++] = c->h->sysv[i].cpid;
-    qsort(c->want, c->nwant, sizeof *c->want, cmp_int);
+    if (c->nwant)
+        qsort(c->want, c->nwant, sizeof *c->want, cmp_int);
 }
 
 static void build_indexes(scan_ctx *c)

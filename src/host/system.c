@@ -244,5 +244,6 @@ void hbm_host_read_devshm(const char *root, hbm_host *h)
         o->mtime = (int64_t)st.st_mtime;
     }
     closedir(d);
-    qsort(h->posix, h->nposix, sizeof *h->posix, cmp_posix);
+    if (h->nposix) /* qsort(NULL, 0) is undefined behaviour */
+        qsort(h->posix, h->nposix, sizeof *h->posix, cmp_posix);
 }

@@ -3,6 +3,7 @@
  * and the estimated rows are listed in docs/planner.md. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hbm/plan.h"
@@ -87,4 +88,42 @@ const hbm_plan_device *hbm_plan_device_find(const char *name)
         }
     }
     return NULL;
+}
+
+/* "H100-80G" -> "h100", "910B4" -> "910b4", "A100-40G" -> "a100" */
+static void family(const char *name, char *out, size_t n)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s", name);
+    char *dash = strchr(tmp, '-');
+    if (dash)
+        *dash = 0;
+    norm(tmp, out, n);
+}
+
+const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t driver_total)
+{
+    const hbm_plan_device *exact = hbm_plan_device_find(driver_name);
+    if (exact)
+        return exact;
+    if (!driver_name || !*driver_name)
+        return NULL;
+    char want[128], fam[64];
+    norm(driver_name, want, sizeof want);
+    const hbm_plan_device *best = NULL;
+    size_t best_len = 0;
+    int64_t best_gap = 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        family(table[i].name, fam, sizeof fam);
+        size_t l = strlen(fam);
+        if (l < 2 || !strstr(want, fam))
+            continue;
+        int64_t gap = driver_total > 0 ? llabs(driver_total - table[i].total_bytes) : 0;
+        if (l > best_len || (l == best_len && gap < best_gap)) {
+            best = &table[i];
+            best_len = l;
+            best_gap = gap;
+        }
+    }
+    return best;
 }

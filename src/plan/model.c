@@ -134,9 +134,10 @@ static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
             }
         }
     }
+    /* Gemma 3n/4: the last layers reuse earlier layers' KV and keep none of their own */
     int64_t shared = get_int(t, root, KEYS("num_kv_shared_layers"), 0);
-    for (int64_t i = n - shared; shared > 0 && i < n; i++)
-        if (i >= 0)
+    if (shared > 0 && shared < n)
+        for (int64_t i = n - shared; i < n; i++)
             m->layer_kinds[i] = HBM_PLAN_LAYER_SHARED;
     if (!any_sliding)
         m->sliding_window = HBM_UNKNOWN;

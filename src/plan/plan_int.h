@@ -19,4 +19,68 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
 int plan_version_parse(const char *s);
 #define PLAN_VERSION_NEWEST 2300 /* 0.23.0: the newest release the rules know */
 
+/* ---- the memory model, shared by plan.c (prediction) and advise.c (changes that fit) ---- */
+
+/* What changed in vLLM (and vllm-ascend) between releases, for one version. */
+typedef struct plan_rules {
+    int ver;
+    bool ascend;
+    bool v0;              /* V0 engine (before 0.8): no chunked prefill by default */
+    double default_util;
+    bool precheck;        /* free >= total x util at start-up */
+    bool precheck_ceil;   /* math.ceil and "%.2f" GiB with the device name */
+    bool snapshot_budget; /* memory of other processes is not charged to the budget */
+    bool graph_in_budget; /* CUDA graph estimate subtracted from the budget */
+    bool collective_in_budget; /* NCCL/HCCL buffers created after the snapshot */
+    int sampler_bytes;    /* bytes per (request x vocab entry) of the dummy sampler run */
+    int tokens_rule;      /* 0 blocks x bs, 1 blocks // groups x bs, 2 concurrency x len */
+    bool typo_models;     /* "models's" in the max_model_len message (before 0.22) */
+    bool mamba_graph_check; /* max_num_seqs <= blocks for hybrids with full graphs (0.19+) */
+} plan_rules;
+
+/* Effective flags for one evaluation. */
+typedef struct plan_flags {
+    int64_t tp, pp, mml, seqs, mnbt, block, kvmem, total, free;
+    double util;
+    int kvb;      /* KV bytes per element */
+    bool eager;
+    bool block_given;
+    bool chunked;
+} plan_flags;
+
+/* One evaluation of the model: budget, layout and checks. */
+typedef struct plan_outcome {
+    bool fits, precheck_fail, no_kv, mml_fail, oom;
+    bool mamba_fail; /* hybrid with full CUDA graphs: more sequences than state blocks */
+    int64_t requested, weights, act, nt, graph, graph_out, avail;
+    int64_t per_token, block, num_blocks, tokens, mml_fit, needed, groups;
+    double conc;
+} plan_outcome;
+
+/* What stays fixed while flags vary: the model and the version rules. */
+typedef struct plan_ctx {
+    const hbm_plan_model *m;
+    plan_rules r;
+    int act_bytes;     /* activation / model dtype bytes at run time */
+    double w_scale;    /* run-time weight bytes per checkpoint byte (online fp8, fp32->16) */
+    int64_t n_full, n_slide, n_lin; /* layers of each kind in the model */
+} plan_ctx;
+
+/* The caller's input and the model name for flag lines (both borrowed). */
+typedef struct plan_view {
+    const hbm_plan_input *in;
+    const char *model;
+} plan_view;
+
+/* Runs the model for one set of flags. */
+void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);
+
+/* The serving flags as a whole `vllm serve` line (owned string). */
+char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dtype);
+
+/* For a plan that does not start: the changes that make it fit, in SPEC 4 order, each
+ * verified by plan_evaluate, appended to res->recs. */
+void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
+                 const plan_view *v, hbm_plan_result *res);
+
 #endif

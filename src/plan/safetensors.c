@@ -83,19 +83,20 @@ int hbm_plan_safetensors_parse(const uint8_t *buf, size_t len, uint64_t file_siz
         if (!json_is_string(dt) || !json_is_array(shape) || !json_is_array(offs) ||
             json_array_size(offs) != 2 || !json_is_integer(json_array_get(offs, 0)) ||
             !json_is_integer(json_array_get(offs, 1))) {
+            hbm_err_set(err, "%s: tensor \"%.80s\": needs dtype, shape and two data_offsets",
+                        name, key);
             json_decref(root);
-            return hbm_err_set(err, "%s: tensor \"%.80s\": needs dtype, shape and two "
-                                    "data_offsets",
-                               name, key);
+            return -1;
         }
         json_int_t b = json_integer_value(json_array_get(offs, 0));
         json_int_t e = json_integer_value(json_array_get(offs, 1));
         if (b < 0 || e < b || (uint64_t)e > data_len) {
+            hbm_err_set(err, "%s: tensor \"%.80s\": data_offsets [%lld, %lld] outside the %llu "
+                             "data bytes after the header (offset %llu)",
+                        name, key, (long long)b, (long long)e, (unsigned long long)data_len,
+                        (unsigned long long)(8 + hlen));
             json_decref(root);
-            return hbm_err_set(err, "%s: tensor \"%.80s\": data_offsets [%lld, %lld] outside "
-                                    "the %llu data bytes after the header (offset %llu)",
-                               name, key, (long long)b, (long long)e,
-                               (unsigned long long)data_len, (unsigned long long)(8 + hlen));
+            return -1;
         }
         int bits = dtype_bits(json_string_value(dt));
         if (bits) {
@@ -105,8 +106,9 @@ int hbm_plan_safetensors_parse(const uint8_t *buf, size_t len, uint64_t file_siz
             json_t *d;
             json_array_foreach(shape, i, d) {
                 if (!json_is_integer(d) || json_integer_value(d) < 0) {
+                    hbm_err_set(err, "%s: tensor \"%.80s\": bad shape", name, key);
                     json_decref(root);
-                    return hbm_err_set(err, "%s: tensor \"%.80s\": bad shape", name, key);
+                    return -1;
                 }
                 n *= (unsigned __int128)json_integer_value(d);
                 if (n > ((unsigned __int128)1 << 70))
@@ -114,12 +116,13 @@ int hbm_plan_safetensors_parse(const uint8_t *buf, size_t len, uint64_t file_siz
             }
             unsigned __int128 bytes = (n * (unsigned)bits + 7) / 8;
             if (bytes != (unsigned __int128)(e - b)) {
+                hbm_err_set(err, "%s: tensor \"%.80s\": %s shape needs %llu bytes but "
+                                 "data_offsets span %lld",
+                            name, key, json_string_value(dt),
+                            (unsigned long long)(bytes > UINT64_MAX ? UINT64_MAX : bytes),
+                            (long long)(e - b));
                 json_decref(root);
-                return hbm_err_set(err, "%s: tensor \"%.80s\": %s shape needs %llu bytes but "
-                                        "data_offsets span %lld",
-                                   name, key, json_string_value(dt),
-                                   (unsigned long long)(bytes > UINT64_MAX ? UINT64_MAX : bytes),
-                                   (long long)(e - b));
+                return -1;
             }
         }
         sum->tensor_bytes += e - b;
@@ -240,7 +243,8 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
             names[n++] = hbm_xstrdup(f);
         }
         json_decref(root);
-        qsort(names, n, sizeof *names, cmp_str);
+        if (n)
+            qsort(names, n, sizeof *names, cmp_str);
         int rc2 = 0;
         for (size_t i = 0; i < n && rc2 == 0; i++) {
             rc2 = add_file(dir, names[i], sum, err);
@@ -268,7 +272,8 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
         names[n++] = hbm_xstrdup(e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
     /* Mistral ships consolidated.safetensors beside the HF shards: vLLM loads one set */
     bool has_hf = false;
     for (size_t i = 0; i < n; i++)

@@ -122,11 +122,21 @@ int run_cgroup_create(run_cgroup *cg, hbm_err *err)
     free(own);
     if (r < 0)
         return hbm_err_set(err, "hbmctl's cgroup is outside the cgroup2 mount at %s", mnt);
-    int w = snprintf(cg->dir, sizeof cg->dir, "%s/hbmctl-run.%d", parent, (int)getpid());
-    if (w < 0 || (size_t)w >= sizeof cg->dir)
-        return hbm_err_set(err, "cgroup path too long");
-    if (mkdir(cg->dir, 0755) < 0 && errno != EEXIST)
-        return hbm_err_set(err, "cannot create %s: %s", cg->dir, strerror(errno));
+    /* never share a leaf: another hbmctl with the same pid (PID 1 of another namespace)
+     * may have made one here, and its tree is not ours to stop */
+    int made = -1;
+    for (int k = 0; k < 100 && made < 0; k++) {
+        int w = k == 0 ? snprintf(cg->dir, sizeof cg->dir, "%s/hbmctl-run.%d", parent, (int)getpid())
+                       : snprintf(cg->dir, sizeof cg->dir, "%s/hbmctl-run.%d.%d", parent,
+                                  (int)getpid(), k);
+        if (w < 0 || (size_t)w >= sizeof cg->dir)
+            return hbm_err_set(err, "cgroup path too long");
+        made = mkdir(cg->dir, 0755);
+        if (made < 0 && errno != EEXIST)
+            return hbm_err_set(err, "cannot create %s: %s", cg->dir, strerror(errno));
+    }
+    if (made < 0)
+        return hbm_err_set(err, "cannot create a leaf under %s: every name is taken", parent);
     char f[4200];
     snprintf(f, sizeof f, "%s/cgroup.procs", cg->dir);
     cg->procs_fd = open(f, O_WRONLY | O_CLOEXEC);

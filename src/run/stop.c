@@ -52,11 +52,20 @@ static size_t scan(run_state *s, run_proc **m)
     return n;
 }
 
-static void signal_members(run_state *s, run_proc *m, size_t n, int sig, bool group_signalled)
+/* SIGKILL outranks SIGTERM whatever their numbers */
+static int rank(int sig)
+{
+    return sig == SIGKILL ? 2 : sig ? 1 : 0;
+}
+
+/* cgroup_killed: cgroup.kill already reached every member, so a member found gone was
+ * killed by it */
+static void signal_members(run_state *s, run_proc *m, size_t n, int sig, bool group_signalled,
+                           bool cgroup_killed)
 {
     for (size_t i = 0; i < n; i++) {
         run_seen *e = run_tree_seen(&s->tree, m[i].pid, m[i].start);
-        if (e->last_sig >= sig)
+        if (rank(e->last_sig) >= rank(sig))
             continue;
         if (sig == SIGTERM && group_signalled && m[i].pgrp == s->tree.child_pgid) {
             e->last_sig = SIGTERM; /* had it through the group already */
@@ -66,6 +75,9 @@ static void signal_members(run_state *s, run_proc *m, size_t n, int sig, bool gr
             e->last_sig = sig;
             run_audit(s, sig == SIGKILL ? "kill" : "terminate", m[i].pid, m[i].comm,
                       sig == SIGKILL ? "SIGKILL after the grace period" : "SIGTERM");
+        } else if (cgroup_killed) {
+            e->last_sig = sig;
+            run_audit(s, "kill", m[i].pid, m[i].comm, "SIGKILL through cgroup.kill");
         }
     }
 }
@@ -120,7 +132,7 @@ void run_stop_tree(run_state *s, bool group_signalled)
             free(l);
             first = false;
         }
-        signal_members(s, m, n, SIGTERM, group_signalled);
+        signal_members(s, m, n, SIGTERM, group_signalled, false);
         if (hbm_now_mono() >= deadline)
             break;
         run_wait_signal(s, 0.05);
@@ -130,11 +142,11 @@ void run_stop_tree(run_state *s, bool group_signalled)
         run_log(o, "grace period of %gs over: SIGKILL to %zu process%s (%s)", o->grace_s, n,
                 n == 1 ? "" : "es", l);
         free(l);
-        if (s->cg.active && run_cgroup_kill(&s->cg) == 0)
-            run_audit(s, "cgroup_kill", 0, NULL, s->cg.dir);
+        bool cgk = s->cg.active && run_cgroup_kill(&s->cg) == 0;
         double kdeadline = hbm_now_mono() + o->kill_wait_s;
         for (;;) {
-            signal_members(s, m, n, SIGKILL, false);
+            signal_members(s, m, n, SIGKILL, false, cgk);
+            cgk = false; /* later arrivals get their own SIGKILL */
             run_wait_signal(s, 0.05);
             run_reap(s);
             free(m);
@@ -152,6 +164,7 @@ void run_stop_tree(run_state *s, bool group_signalled)
         }
     }
     free(m);
+    run_reap(s); /* the child may have turned zombie after the last reap */
     size_t stopped = 0, killed = 0, left = 0;
     for (size_t i = 0; i < s->tree.nseen; i++) {
         run_seen *e = &s->tree.seen[i];

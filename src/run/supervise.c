@@ -323,13 +323,15 @@ static void summarize(run_state *s, const char *release, size_t segs)
         describe_status(s->child_status, st, sizeof st);
     else
         snprintf(st, sizeof st, "did not start");
+    char rs[32] = "";
+    if (r->restarts)
+        snprintf(rs, sizeof rs, "; restarts: %d", r->restarts);
     free(r->summary);
     r->summary = hbm_xasprintf(
         "exit %d (child %s); processes: %zu ended after SIGTERM, %zu killed, %zu left; "
-        "memory: %s; SysV segments removed: %zu%s%.0d%s",
+        "memory: %s; SysV segments removed: %zu%s",
         r->exit_code, st, r->stopped, r->killed, r->survivors,
-        release && *release ? release : "no device watched", segs,
-        r->restarts ? "; restarts: " : "", r->restarts, "");
+        release && *release ? release : "no device watched", segs, rs);
 }
 
 int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
@@ -368,13 +370,11 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
     unsigned attempt = 0;
     char *release = NULL;
     size_t segs = 0;
-    int rc = 0;
     for (;;) {
         int code = start_child(&s, err);
         if (code) {
             r->exit_code = code;
             run_log(o, "%s", err->msg);
-            rc = code == HBM_RUN_EXIT_FAILED ? -1 : 0;
             break;
         }
         double began = hbm_now_mono();
@@ -384,12 +384,11 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
             describe_status(s.child_status, st, sizeof st);
             run_log(o, "pid %d %s", (int)s.child, st);
         }
-        run_stop_tree(&s, end == END_STOP);
-        if (end == END_MEM || end == END_UNHEALTHY)
-            forward(&s, SIGTERM); /* a drain: the child's own group first, then the rest */
-        if (end != END_CHILD && end != END_STOP) {
-            /* the drain's SIGTERM went to the group above; the stop takes the rest */
+        if (end == END_MEM || end == END_UNHEALTHY) {
+            forward(&s, SIGTERM); /* a drain: the child's group first, the stop takes the rest */
             run_stop_tree(&s, true);
+        } else {
+            run_stop_tree(&s, end == END_STOP);
         }
         free(release);
         release = NULL;
@@ -439,5 +438,5 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
     restore_signals(&s);
     if (s.tty_fd >= 0)
         close(s.tty_fd);
-    return rc;
+    return 0;
 }

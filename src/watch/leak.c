@@ -2,17 +2,21 @@
  *
  * 1. Level: the running median of the last `window` samples. A spike shorter than half the
  *    window never moves it.
- * 2. Noise: 1.4826 x the median absolute difference between consecutive samples, divided
- *    by sqrt 2, over the last HBM_LEAK_NOISE_RING samples. A step or a spike is one or two
- *    large differences among many, which the median ignores.
+ * 2. Noise: the median absolute residual between a sample and the running median centred
+ *    on it, over the last HBM_LEAK_NOISE_RING samples, scaled to a standard deviation
+ *    (/0.4897: the value of that median for unit normal noise and a window of 5). A clean
+ *    step and a linear ramp leave no residual; a spike leaves one, which the median ignores.
+ *    The estimate may rise at once but falls by at most 3% per sample.
  * 3. Step size T = max(step_min_bytes, noise_k x noise).
  * 4. Plateau: the last `hold` levels lie within T/2 of each other; its value is their
  *    minimum (the floor).
- * 5. Staircase: a stack of plateaus, base first. A plateau at least T above the top is a
- *    step. Any sample below the midpoint between a step and the level before it undoes
- *    that step (the memory returned between requests). Without steps the base follows
- *    the plateaus, so slow drift and sawtooth load never accumulate.
- * 6. A leak is reported when `steps` steps stand, and stays reported until every step has
+ * 5. Jump: the level rose by 3T/4 or more from one sample to the next. A step is a jump followed
+ *    by a plateau, so a ramp (too steep to be flat, or too flat to jump) never makes one.
+ * 6. Staircase: a stack of plateaus, base first. A plateau at least T above the top that
+ *    begins within `hold` samples of the start of a run of jumps is a step. Any sample below the midpoint
+ *    between a step and the level before it undoes that step (the memory returned
+ *    between requests). Without steps the base follows the plateaus.
+ * 7. A leak is reported when `steps` steps stand, and stays reported until every step has
  *    been undone (hysteresis). A threshold is crossed when the last `hold` levels are all
  *    above it, and crossed back when all are below it by T/2. */
 #include <math.h>
@@ -20,9 +24,10 @@
 
 #include "hbm/watch.h"
 
-#define NOISE_MIN_RESIDUALS 5 /* residuals needed before steps are judged */
-#define MAD_TO_SIGMA 1.4826   /* MAD of a normal distribution -> its standard deviation */
-#define SQRT2 1.4142135623730951
+#define NOISE_MIN_RESIDUALS 15 /* residuals needed before steps are judged */
+#define NOISE_DECAY 0.97      /* per sample: how fast the noise estimate may fall */
+#define RESID_PER_SIGMA 0.4897 /* median |x - centred median of 5| for unit normal noise */
+#define MED_RING (HBM_LEAK_HOLD_MAX + 2)
 
 void hbm_leak_params_default(hbm_leak_params *p)
 {
@@ -97,7 +102,7 @@ static double noise_scale(const hbm_leak *d)
     memcpy(tmp, d->resid, n * sizeof tmp[0]);
     sort_dbl(tmp, n);
     double mad = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-    return MAD_TO_SIGMA * mad / SQRT2; /* a difference of two samples has sqrt 2 x sigma */
+    return mad / RESID_PER_SIGMA;
 }
 
 static int64_t threshold_of(const hbm_leak *d, int64_t total)
@@ -122,8 +127,13 @@ static void returns(hbm_leak *d, int64_t sample)
     }
 }
 
-/* Feeds one confirmed plateau into the staircase. */
-static void staircase(hbm_leak *d, double t, int64_t plateau, int64_t step)
+static int64_t med_at(const hbm_leak *d, uint64_t k)
+{
+    return d->med[k % MED_RING];
+}
+
+/* Feeds one confirmed plateau into the staircase; jumped: it began right after a jump. */
+static void staircase(hbm_leak *d, double t, int64_t plateau, int64_t step, bool jumped)
 {
     if (d->nlevels == 0) {
         d->levels[0] = plateau;
@@ -132,7 +142,7 @@ static void staircase(hbm_leak *d, double t, int64_t plateau, int64_t step)
         return;
     }
     int64_t top = d->levels[d->nlevels - 1];
-    if (plateau >= top + step) {
+    if (plateau >= top + step && jumped) {
         if (d->nlevels < HBM_LEAK_LEVELS_MAX) {
             d->levels[d->nlevels] = plateau;
             d->level_t[d->nlevels] = t;
@@ -141,7 +151,7 @@ static void staircase(hbm_leak *d, double t, int64_t plateau, int64_t step)
             d->levels[d->nlevels - 1] = plateau; /* the stack is full: keep the top current */
         }
         d->st.events |= HBM_LEAK_EV_STEP;
-    } else if (d->nlevels == 1) {
+    } else if (d->nlevels == 1 && plateau < top + step) {
         d->levels[0] = plateau; /* no staircase: the base follows drift and load */
         d->level_t[0] = t;
     }
@@ -155,38 +165,51 @@ const hbm_leak_status *hbm_leak_add(hbm_leak *d, double t, int64_t bytes, int64_
         return st;
     size_t w = d->p.window;
     d->win[d->n % w] = bytes;
-    if (d->n > 0) {
-        d->resid[d->nresid % HBM_LEAK_NOISE_RING] = fabs((double)bytes - (double)d->prev);
-        d->nresid++;
-    }
-    d->prev = bytes;
     d->n++;
     if (d->n < w)
         return st;
 
     int64_t level = window_median(d);
-    d->med[d->nmed % d->p.hold] = level;
-    d->nmed++;
+    int64_t centred = d->win[(d->n - 1 - w / 2) % w];
+    d->resid[d->nresid % HBM_LEAK_NOISE_RING] = fabs((double)centred - (double)level);
+    d->nresid++;
+    d->nmed++; /* index of this level; starts at 1 so jump_start 0 means none */
+    d->med[d->nmed % MED_RING] = level;
     st->ready = true;
     st->level = level;
-    st->noise_bytes = noise_scale(d);
+    /* A median over few residuals swings low by chance; letting the estimate fall only
+     * slowly keeps one lucky stretch from shrinking the step size. */
+    double noise = noise_scale(d);
+    if (d->nresid > NOISE_MIN_RESIDUALS && noise < st->noise_bytes * NOISE_DECAY)
+        noise = st->noise_bytes * NOISE_DECAY;
+    st->noise_bytes = noise;
     double noise_step = d->p.noise_k * st->noise_bytes;
     int64_t step = d->p.step_min_bytes;
     if (noise_step > (double)step)
         step = noise_step > 9e18 ? INT64_MAX / 4 : (int64_t)noise_step;
     st->step_bytes = step;
 
+    if (d->nmed >= 2) {
+        if (level - med_at(d, d->nmed - 1) >= step - step / 4) {
+            if (d->jump_end + 1 != d->nmed)
+                d->jump_start = d->nmed; /* a new run of rises */
+            d->jump_end = d->nmed;
+        }
+    }
     returns(d, bytes);
     /* The last `hold` levels: their spread says plateau or not, their minimum is the floor
      * and their maximum what a threshold crossing downwards must clear. */
     int64_t lo = level, hi = level;
     if (d->nmed >= d->p.hold) {
-        for (size_t i = 0; i < d->p.hold; i++) {
-            lo = d->med[i] < lo ? d->med[i] : lo;
-            hi = d->med[i] > hi ? d->med[i] : hi;
+        for (uint64_t k = d->nmed - d->p.hold + 1; k <= d->nmed; k++) {
+            lo = med_at(d, k) < lo ? med_at(d, k) : lo;
+            hi = med_at(d, k) > hi ? med_at(d, k) : hi;
         }
+        uint64_t start = d->nmed - d->p.hold + 1;
+        bool jumped = d->jump_start > 0 && d->jump_start <= start &&
+                      start - d->jump_start <= d->p.hold;
         if (d->nresid >= NOISE_MIN_RESIDUALS && hi - lo <= step / 2)
-            staircase(d, t, lo, step);
+            staircase(d, t, lo, step, jumped);
     }
 
     st->steps = d->nlevels > 0 ? (int)d->nlevels - 1 : 0;

@@ -1,5 +1,5 @@
 /* The npu-smi reader against every real sample (tests/fixtures/npu-smi, copied verbatim from
- * the public sources listed in docs/npu-smi-samples.md) and against broken input. */
+ * the public sources listed in tests/fixtures/npu-smi/SOURCES.md) and against broken input. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

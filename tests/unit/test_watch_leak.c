@@ -34,12 +34,20 @@ static int64_t noisy(double x, double pct)
     return (int64_t)(x * (1.0 + pct * (2.0 * urand() - 1.0)));
 }
 
+/* Uniform noise of +-jitter bytes (allocator and driver bookkeeping). */
+static int64_t jittered(double x, double jitter)
+{
+    return (int64_t)(x + jitter * (2.0 * urand() - 1.0));
+}
+
 static const double levels_gib[] = {1, 4, 10, 30, 60, 120};
 #define NLEVELS (sizeof levels_gib / sizeof levels_gib[0])
 
-/* Feeds a staircase (flat for `lead` samples, then +1 GiB every `hold` samples) and returns
- * the step (1-based, fractional) during which the leak was reported, or -1. */
-static double staircase_detect(double base_gib, int lead, int hold, double pct, int nsteps)
+/* Feeds a staircase (flat for `lead` samples, then +1 GiB every `hold` samples) with noise
+ * of +-pct of the level and +-jitter bytes, and returns the step (1-based, fractional)
+ * during which the leak was reported, or -1. */
+static double staircase_detect(double base_gib, int lead, int hold, double pct, double jitter,
+                               int nsteps)
 {
     hbm_leak d;
     hbm_leak_init(&d, NULL);
@@ -47,7 +55,8 @@ static double staircase_detect(double base_gib, int lead, int hold, double pct, 
     for (int i = 0; i < n; i++) {
         int step = i < lead ? 0 : (i - lead) / hold + 1;
         double x = (base_gib + step) * (double)HBM_GIB;
-        const hbm_leak_status *st = hbm_leak_add(&d, i, noisy(x, pct), 80 * HBM_GIB);
+        const hbm_leak_status *st =
+            hbm_leak_add(&d, i, jittered((double)noisy(x, pct), jitter), 80 * HBM_GIB);
         if (st->leak)
             return 1.0 + (double)(i - lead) / hold;
     }
@@ -58,18 +67,19 @@ static void test_steps_reported_within_three(void **state)
 {
     (void)state;
     int holds[] = {5, 6, 8, 12, 30};
-    double noise[] = {0, 0.001, 0.005};
+    double jitter[] = {0, 32.0 * HBM_MIB, 64.0 * HBM_MIB};
     for (size_t li = 0; li < NLEVELS; li++)
         for (size_t hi = 0; hi < sizeof holds / sizeof holds[0]; hi++)
-            for (size_t ni = 0; ni < sizeof noise / sizeof noise[0]; ni++)
+            for (size_t ji = 0; ji < sizeof jitter / sizeof jitter[0]; ji++)
                 for (uint64_t seed = 1; seed <= 10; seed++) {
                     rng_seed(seed);
-                    double at = staircase_detect(levels_gib[li], 20, holds[hi], noise[ni], 8);
+                    double at =
+                        staircase_detect(levels_gib[li], 20, holds[hi], 0, jitter[ji], 8);
                     if (at < 1.0 || at >= 4.0)
-                        fail_msg("base %.0f GiB hold %d noise %.3f seed %llu: leak at step %.2f "
-                                 "(want within 3 steps)",
-                                 levels_gib[li], holds[hi], noise[ni], (unsigned long long)seed,
-                                 at);
+                        fail_msg("base %.0f GiB hold %d jitter %.0f MiB seed %llu: leak at step "
+                                 "%.2f (want within 3 steps)",
+                                 levels_gib[li], holds[hi], jitter[ji] / HBM_MIB,
+                                 (unsigned long long)seed, at);
                 }
 }
 
@@ -80,7 +90,7 @@ static void test_steps_with_two_percent_noise_low_level(void **state)
     (void)state;
     for (uint64_t seed = 1; seed <= 50; seed++) {
         rng_seed(seed);
-        double at = staircase_detect(2, 20, 5, 0.02, 8);
+        double at = staircase_detect(2, 20, 5, 0.02, 0, 8);
         if (at < 1.0 || at >= 4.0)
             fail_msg("seed %llu: leak at step %.2f", (unsigned long long)seed, at);
     }
@@ -133,16 +143,17 @@ static void test_flat_noise_never(void **state)
 }
 
 /* Request-driven load: memory ramps up (or jumps) while a request runs and returns to the
- * baseline between requests. Ramps of 1..10 samples, amplitudes of 1..16 GiB, tops held
- * 0..8 samples, 1..6 samples at the baseline between requests, with and without noise. */
+ * baseline between requests. Ramps of 1..30 samples, amplitudes of 1..16 GiB, tops held
+ * 0..8 samples, 0..6 samples at the baseline between requests (0: the classic sawtooth,
+ * back at the baseline for the one sample of the drop), without and with +-64 MiB jitter. */
 static void test_sawtooth_never(void **state)
 {
     (void)state;
     double amps[] = {1, 2, 4, 8, 16};
-    for (int ramp = 1; ramp <= 10; ramp++)
+    for (int ramp = 1; ramp <= 30; ramp++)
         for (size_t ai = 0; ai < sizeof amps / sizeof amps[0]; ai++)
             for (int top = 0; top <= 8; top += 2)
-                for (int rest = 1; rest <= 6; rest++)
+                for (int rest = 0; rest <= 6; rest++)
                     for (int noise = 0; noise <= 1; noise++) {
                         rng_seed((uint64_t)(ramp * 1000 + top * 10 + rest));
                         hbm_leak d;
@@ -153,9 +164,11 @@ static void test_sawtooth_never(void **state)
                             double frac = ph < ramp ? (double)(ph + 1) / ramp
                                           : ph < ramp + top ? 1.0
                                                             : 0.0;
+                            if (rest == 0 && ph == 0)
+                                frac = 0; /* the drop */
                             double x = (20 + amps[ai] * frac) * (double)HBM_GIB;
-                            const hbm_leak_status *st =
-                                hbm_leak_add(&d, i, noisy(x, noise ? 0.01 : 0), -1);
+                            const hbm_leak_status *st = hbm_leak_add(
+                                &d, i, jittered(x, noise ? 64.0 * HBM_MIB : 0), -1);
                             if (st->leak)
                                 fail_msg("sawtooth ramp %d amp %.0f top %d rest %d noise %d: "
                                          "leak at sample %d",

@@ -1,0 +1,117 @@
+/* Findings for people: the verdict first, a table, then the detail of each finding. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_findings.h"
+
+#define WIDTH 100
+
+void cli_wrap(FILE *f, const char *label, int indent, const char *text)
+{
+    fprintf(f, "%-*s", indent, label);
+    int col = indent;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (!w)
+            break;
+        if (col > indent && col + 1 + (int)w > WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
+        }
+        if (col > indent) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, w, f);
+        col += (int)w;
+        p += w;
+    }
+    fputc('\n', f);
+}
+
+static void flatten(json_t *v, const char *prefix, char *buf, size_t n, size_t *pos)
+{
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", k);
+            flatten(x, name, buf, n, pos);
+        }
+        return;
+    }
+    if (*pos >= n)
+        return;
+    char val[320];
+    if (json_is_string(v))
+        snprintf(val, sizeof val, "%s", json_string_value(v));
+    else if (json_is_array(v)) {
+        size_t i, vp = 0;
+        json_t *x;
+        val[0] = '\0';
+        json_array_foreach(v, i, x) {
+            char *s = json_is_string(x) ? NULL : json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
+            vp += (size_t)snprintf(val + vp, vp < sizeof val ? sizeof val - vp : 0, "%s%s",
+                                   i ? "; " : "", s ? s : json_string_value(x));
+            free(s);
+            if (vp >= sizeof val)
+                break;
+        }
+    } else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+        snprintf(val, sizeof val, "%s", s ? s : "?");
+        free(s);
+    }
+    *pos += (size_t)snprintf(buf + *pos, n - *pos, "%s%s=%s", *pos ? " " : "", prefix, val);
+}
+
+static const char *sev_color(hbm_severity s)
+{
+    return s == HBM_SEV_CRITICAL ? "\033[31m" : s == HBM_SEV_WARNING ? "\033[33m" : "\033[36m";
+}
+
+void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)
+{
+    bool color = cli_color(f);
+    char verdict[512];
+    hbm_findings_verdict(fs, verdict, sizeof verdict);
+    cli_wrap(f, "", 0, verdict);
+    if (obs->backend[0] || obs->source[0])
+        fprintf(f, "(source: %s%s%s)\n", obs->backend, obs->source[0] ? " " : "", obs->source);
+    if (!fs->n)
+        return;
+    fprintf(f, "\n%-9s %-28s %-7s %s\n", "SEVERITY", "FINDING", "DEVICE", "SUMMARY");
+    for (size_t i = 0; i < fs->n; i++) {
+        const hbm_finding *x = &fs->items[i];
+        char dev[24] = "-";
+        if (x->device >= 0)
+            snprintf(dev, sizeof dev, "%lld", (long long)x->device);
+        char sum[60];
+        size_t len = strlen(x->summary);
+        snprintf(sum, sizeof sum, "%.*s%s", len > 52 ? 50 : (int)len, x->summary,
+                 len > 52 ? "..." : "");
+        fprintf(f, "%s%-9s%s %-28s %-7s %s\n", color ? sev_color(x->severity) : "",
+                hbm_severity_name(x->severity), color ? CLI_RESET : "", x->id, dev, sum);
+    }
+    for (size_t i = 0; i < fs->n; i++) {
+        const hbm_finding *x = &fs->items[i];
+        fprintf(f, "\n%s[%s] %s%s\n", color ? sev_color(x->severity) : "",
+                hbm_severity_name(x->severity), x->id, color ? CLI_RESET : "");
+        cli_wrap(f, "  what", 12, x->summary);
+        char ev[2048] = "";
+        size_t pos = 0;
+        if (x->evidence)
+            flatten(x->evidence, "", ev, sizeof ev, &pos);
+        if (ev[0])
+            cli_wrap(f, "  evidence", 12, ev);
+        cli_wrap(f, "  remedy", 12, x->remedy);
+        cli_wrap(f, "  clean", 12,
+                 x->action.kind == HBM_ACT_NONE ? "nothing (not something hbmctl removes)"
+                                                : x->action.text);
+    }
+}

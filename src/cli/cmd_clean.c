@@ -1,0 +1,256 @@
+/* hbmctl clean: what doctor found and hbmctl may remove, as a dry run unless --apply. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_findings.h"
+#include "hbm/doctor.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hbmctl clean [--apply [--yes]] [OPTIONS]\n\n"
+            "Lists what it would do about doctor's findings; --apply does it:\n"
+            "  orphaned device holders: SIGTERM, then SIGKILL after --grace, each signal\n"
+            "    through a pidfd after checking the process start time again;\n"
+            "  SysV segments: removed only when nobody attaches them and their creator and\n"
+            "    last user are dead;\n"
+            "  /dev/shm objects: removed only when no process maps or holds them.\n"
+            "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
+            "unless named with --pid. Then it observes again and reports per device the\n"
+            "memory released. Every action is appended to the audit log.\n\n"
+            "options:\n"
+            "  --apply            perform the actions (asks first on a terminal)\n"
+            "  -y, --yes          do not ask\n"
+            "  --grace DURATION   SIGTERM to SIGKILL (default 10s)\n"
+            "  --pid PID          also end this device holder (repeatable; allows a process\n"
+            "                     in a running container)\n"
+            "  --audit-log FILE   audit log (default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH
+            ")\n" CLI_COMMON_HELP "  -h, --help         this text\n\n"
+            "exit: 0 nothing to do or all done, 1 something to do (dry run) or kept/failed,\n"
+            "      2 could not look or could not write the audit log\n");
+}
+
+static json_t *steps_json(const hbm_clean_plan *p)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < p->n; i++) {
+        const hbm_clean_step *s = &p->steps[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "finding", json_string(s->finding_id));
+        json_object_set_new(o, "device", s->device < 0 ? json_null() : json_integer(s->device));
+        json_object_set_new(o, "action", json_string(hbm_action_kind_name(s->action.kind)));
+        json_object_set_new(o, "text", json_string(s->action.text));
+        json_object_set_new(o, "allowed", json_boolean(s->allowed));
+        json_object_set_new(o, "why", s->allowed ? json_null() : json_string(s->why));
+        json_object_set_new(o, "done", json_boolean(s->done));
+        json_object_set_new(o, "result", s->result[0] ? json_string(s->result) : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static bool ask(void)
+{
+    if (!isatty(STDIN_FILENO))
+        return true;
+    fprintf(stderr, "Proceed? [y/N] ");
+    char line[16];
+    if (!fgets(line, sizeof line, stdin))
+        return false;
+    return line[0] == 'y' || line[0] == 'Y';
+}
+
+/* Per device: memory before and after, by user id. */
+static json_t *released(const hbm_obs *before, const hbm_obs *after, bool print)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < before->ndevs; i++) {
+        const hbm_device *d = &before->devs[i];
+        int64_t uid = hbm_device_user_id(d);
+        const hbm_device *e = NULL;
+        for (size_t j = 0; j < after->ndevs; j++)
+            if (after->devs[j].index == d->index && after->devs[j].chip == d->chip &&
+                after->devs[j].vendor == d->vendor)
+                e = &after->devs[j];
+        int64_t b = d->memory_used_bytes, n = e ? e->memory_used_bytes : HBM_UNKNOWN;
+        bool known = b >= 0 && n >= 0;
+        int64_t r = known ? b - n : 0;
+        json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "device",
+                                           uid < 0 ? json_null() : json_integer(uid),
+                                           "before_bytes", b < 0 ? json_null() : json_integer(b),
+                                           "after_bytes", n < 0 ? json_null() : json_integer(n),
+                                           "released_bytes",
+                                           known ? json_integer(r) : json_null()));
+        if (print) {
+            char sb[32], sn[32], sr[32];
+            printf("  %-7lld %12s -> %-12s %s%s\n", (long long)uid, cli_size(sb, sizeof sb, b),
+                   cli_size(sn, sizeof sn, n),
+                   !known ? "unknown" : cli_size(sr, sizeof sr, r > 0 ? r : 0),
+                   r > 0 ? " released" : "");
+        }
+    }
+    return a;
+}
+
+int cmd_clean(int argc, char **argv)
+{
+    cli_common c;
+    cli_common_init(&c);
+    bool apply = false, yes = false;
+    hbm_clean_opts copts = {.grace_s = 10.0};
+    int *pids = NULL;
+    size_t npids = 0;
+    enum { OPT_APPLY = CLI_OPT_FIRST_FREE, OPT_GRACE, OPT_PID, OPT_AUDIT };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"apply", no_argument, NULL, OPT_APPLY},
+        {"yes", no_argument, NULL, 'y'},
+        {"grace", required_argument, NULL, OPT_GRACE},
+        {"pid", required_argument, NULL, OPT_PID},
+        {"audit-log", required_argument, NULL, OPT_AUDIT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc = CLI_EXIT_ERROR;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "hy", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        hbm_err err = {{0}};
+        char *end;
+        long v;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            free(pids);
+            return CLI_EXIT_OK;
+        case OPT_APPLY: apply = true; break;
+        case 'y': yes = true; break;
+        case OPT_GRACE:
+            if (hbm_parse_duration(optarg, &copts.grace_s, &err) < 0) {
+                cli_errorf("--grace: %s", err.msg);
+                goto out;
+            }
+            break;
+        case OPT_PID:
+            v = strtol(optarg, &end, 10);
+            if (*end || v <= 0 || v > 0x3fffffff) {
+                cli_errorf("--pid: '%s' is not a process id", optarg);
+                goto out;
+            }
+            pids = hbm_xrealloc(pids, (npids + 1) * sizeof *pids);
+            pids[npids++] = (int)v;
+            break;
+        case OPT_AUDIT: copts.audit_path = optarg; break;
+        default:
+            free(pids);
+            return cli_usage_error("clean");
+        }
+    }
+    if (optind < argc) {
+        cli_errorf("clean takes no arguments ('%s')", argv[optind]);
+        goto out;
+    }
+    if (apply && c.src.snapshot) {
+        cli_errorf("clean --apply acts on the live host only; drop --snapshot");
+        goto out;
+    }
+    copts.named_pids = pids;
+    copts.nnamed = npids;
+    copts.command = apply ? "hbmctl clean --apply" : "hbmctl clean";
+
+    hbm_obs obs;
+    if (!cli_observe(&c, &obs))
+        goto out;
+    hbm_findings f;
+    hbm_doctor_findings(&obs, NULL, &f);
+    hbm_clean_plan plan;
+    hbm_clean_plan_make(&obs, &f, &copts, &plan);
+    size_t allowed = 0;
+    for (size_t i = 0; i < plan.n; i++)
+        allowed += plan.steps[i].allowed;
+
+    if (!c.json) {
+        printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
+        if (plan.n > allowed)
+            printf(", %zu kept by safety rules", plan.n - allowed);
+        printf("\n");
+        for (size_t i = 0; i < plan.n; i++) {
+            const hbm_clean_step *s = &plan.steps[i];
+            char label[64];
+            snprintf(label, sizeof label, "  %s %s", s->allowed ? (apply ? "do  " : "would") : "keep",
+                     s->finding_id);
+            cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
+        }
+    }
+    rc = allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    if (!apply) {
+        if (!c.json && allowed)
+            printf("nothing changed; run 'hbmctl clean --apply' to do this\n");
+        if (c.json) {
+            json_t *j = json_object();
+            json_object_set_new(j, "dry_run", json_true());
+            json_object_set_new(j, "steps", steps_json(&plan));
+            cli_json_out(j);
+        }
+    } else if (allowed && !yes && !ask()) {
+        fprintf(stderr, "hbmctl: nothing done\n");
+        rc = CLI_EXIT_PROBLEM;
+    } else if (allowed) {
+        hbm_err err = {{0}};
+        int bad = hbm_clean_apply(&plan, &copts, &err);
+        if (bad < 0) {
+            cli_errorf("%s", err.msg);
+            rc = CLI_EXIT_ERROR;
+        } else {
+            rc = bad ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+        }
+        if (!c.json) {
+            printf("results (audit log: %s):\n", hbm_audit_path(copts.audit_path));
+            for (size_t i = 0; i < plan.n; i++) {
+                const hbm_clean_step *s = &plan.steps[i];
+                if (!s->allowed)
+                    continue;
+                char label[64];
+                snprintf(label, sizeof label, "  %s %s", s->done ? "done" : "KEPT", s->finding_id);
+                cli_wrap(stdout, label, 28, s->result);
+            }
+        }
+        /* Observe again: what the device shows now. */
+        hbm_obs after;
+        json_t *rel = NULL;
+        if (hbm_observe(&after, &c.src, &err) == 0) {
+            if (!c.json)
+                printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE",
+                       "BEFORE", "AFTER", "RELEASED");
+            rel = released(&obs, &after, !c.json);
+            hbm_obs_free(&after);
+        } else if (!c.json) {
+            printf("could not observe again: %s\n", err.msg);
+        }
+        if (c.json) {
+            json_t *j = json_object();
+            json_object_set_new(j, "dry_run", json_false());
+            json_object_set_new(j, "steps", steps_json(&plan));
+            json_object_set_new(j, "released", rel ? rel : json_null());
+            json_object_set_new(j, "audit_log", json_string(hbm_audit_path(copts.audit_path)));
+            cli_json_out(j);
+        } else {
+            json_decref(rel);
+        }
+    } else if (c.json) {
+        json_t *j = json_object();
+        json_object_set_new(j, "dry_run", json_false());
+        json_object_set_new(j, "steps", steps_json(&plan));
+        cli_json_out(j);
+    }
+    hbm_clean_plan_free(&plan);
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+out:
+    free(pids);
+    return rc;
+}

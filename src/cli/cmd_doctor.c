@@ -1,0 +1,77 @@
+/* hbmctl doctor: every finding on this host (or in a snapshot), worst first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_findings.h"
+#include "hbm/doctor.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hbmctl doctor [OPTIONS]\n\n"
+            "Finds what keeps accelerator memory from being free: orphaned, zombie or stuck\n"
+            "device holders, memory no live process accounts for, devices that need a reset,\n"
+            "stale SysV and /dev/shm objects, host hugepages, THP, a full /dev/shm, servers\n"
+            "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
+            "and what `hbmctl clean` would do. Finding ids: docs/doctor.md.\n\n"
+            "options:\n" CLI_COMMON_HELP
+            "  --shm-full RATIO   /dev/shm use that counts as nearly full (default 90%%)\n"
+            "  -h, --help         this text\n\n"
+            "exit: 0 no problems (notes only), 1 problems found, 2 could not look\n");
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+    cli_common c;
+    cli_common_init(&c);
+    hbm_doctor_opts dopts = {0};
+    enum { OPT_SHM_FULL = CLI_OPT_FIRST_FREE };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"shm-full", required_argument, NULL, OPT_SHM_FULL},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        hbm_err err = {{0}};
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case OPT_SHM_FULL:
+            if (hbm_parse_ratio(optarg, &dopts.devshm_full_ratio, &err) < 0) {
+                cli_errorf("--shm-full: %s", err.msg);
+                return CLI_EXIT_ERROR;
+            }
+            break;
+        default:
+            return cli_usage_error("doctor");
+        }
+    }
+    if (optind < argc) {
+        cli_errorf("doctor takes no arguments ('%s')", argv[optind]);
+        return cli_usage_error("doctor");
+    }
+    hbm_obs obs;
+    if (!cli_observe(&c, &obs))
+        return CLI_EXIT_ERROR;
+    hbm_findings f;
+    hbm_doctor_findings(&obs, &dopts, &f);
+    size_t problems = hbm_findings_problems(&f);
+    if (c.json) {
+        json_t *j = hbm_findings_to_json(&f);
+        json_object_set_new(j, "backend", json_string(obs.backend));
+        cli_json_out(j);
+    } else {
+        cli_print_findings(stdout, &obs, &f);
+    }
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+    return problems ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+}

@@ -1,0 +1,326 @@
+/* hbmctl explain: read a failing server's log and say what happened and what to do
+ * (SPEC 2, 9). The catalogue is data; this file only picks the inputs and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hbm/explain.h"
+
+#define WIDTH 100
+
+enum { OPT_LIST = CLI_OPT_FIRST_FREE, OPT_CATALOG, OPT_LIVE, OPT_NO_LIVE };
+
+static void help(void)
+{
+    printf("usage: hbmctl explain [OPTIONS] [LOG|-]\n\n"
+           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL/NCCL, PyTorch) and,\n"
+           "for each known failure, prints the first line that shows it (with its line number and\n"
+           "how often it repeats), the cause, what the numbers in it mean, the remedies in the order\n"
+           "to try, and what this host shows now. Logs are streamed (any size); ANSI colours and\n"
+           "docker / Kubernetes timestamps are tolerated. Without LOG, standard input is read.\n\n"
+           "options:\n"
+           "  --list             print the signature catalogue and exit\n"
+           "  --catalog FILE     signature catalogue (default: $HBMCTL_CATALOG, then the installed\n"
+           "                     share/hbmctl/signatures.json, then the source tree's data/)\n"
+           "  --live             check the host now (default when a device backend is available;\n"
+           "                     without one, host facts still answer port/process checks)\n"
+           "  --no-live          only read the log\n" CLI_COMMON_HELP
+           "  -h, --help         this help\n\n"
+           "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line named)\n");
+}
+
+/* Prints text wrapped to WIDTH with the given indent (first line after `lead`). */
+static void wrap(const char *lead, int indent, const char *text)
+{
+    int col = printf("%*s%s", indent, "", lead);
+    const char *p = text;
+    bool first = true;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        size_t w = strcspn(p, " ");
+        if (!first && col + 1 + (int)w > WIDTH) {
+            printf("\n%*s", indent + (int)strlen(lead), "");
+            col = indent + (int)strlen(lead);
+            first = true;
+        }
+        if (!first) {
+            putchar(' ');
+            col++;
+        }
+        /* A word longer than the line (a log line without spaces) is cut into pieces. */
+        while ((int)w > WIDTH - col && WIDTH - col > 10) {
+            int take = WIDTH - col;
+            printf("%.*s\n%*s", take, p, indent + (int)strlen(lead), "");
+            p += take;
+            w -= (size_t)take;
+            col = indent + (int)strlen(lead);
+        }
+        col += printf("%.*s", (int)w, p);
+        p += w;
+        first = false;
+    }
+    putchar('\n');
+}
+
+static void print_list(const hbm_catalog *cat, const char *path, bool json)
+{
+    if (json) {
+        json_t *j = hbm_explain_catalog_json(cat);
+        json_object_set_new(j, "catalog", json_string(path));
+        cli_json_out(j);
+        return;
+    }
+    printf("catalogue: %s\n\n%-32s %-8s %-7s %s\n", path, "ID", "KIND", "LEVEL", "TITLE / PRODUCTS");
+    for (size_t i = 0; i < hbm_explain_catalog_size(cat); i++) {
+        const hbm_sig *s = hbm_explain_catalog_get(cat, i);
+        char lead[80];
+        snprintf(lead, sizeof lead, "%-32s %-8s %-7s ", s->id, s->kind,
+                 strcmp(s->kind, "failure") == 0 ? s->severity : "-");
+        if (strlen(lead) > 50) { /* an id longer than its column: title on the next line */
+            printf("%s\n", lead);
+            lead[0] = '\0';
+            wrap("", 50, s->title ? s->title : "");
+        } else {
+            wrap(lead, 0, s->title ? s->title : "");
+        }
+        if (s->nproducts) {
+            char prods[400] = "";
+            for (size_t k = 0; k < s->nproducts; k++)
+                snprintf(prods + strlen(prods), sizeof prods - strlen(prods), "%s%s", k ? ", " : "",
+                         s->products[k].name);
+            wrap("", 50, prods);
+        }
+    }
+}
+
+static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
+{
+    const hbm_explain_finding *f = &rep->findings[idx];
+    const char *c = "", *r = "";
+    if (color) {
+        c = strcmp(f->sig->severity, "error") == 0 ? "\033[31m" : "\033[33m";
+        r = CLI_RESET;
+    }
+    printf("[%zu] %s%s%s %s: %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",
+           r, f->sig->id, f->sig->title);
+    if (f->count > 1)
+        printf("    line %llu (%llu times, last at line %llu):\n", (unsigned long long)f->line,
+               (unsigned long long)f->count, (unsigned long long)f->last_line);
+    else
+        printf("    line %llu:\n", (unsigned long long)f->line);
+    char shown[420];
+    size_t tl = strlen(f->text);
+    snprintf(shown, sizeof shown, "%.400s%s", f->text, tl > 400 ? " ..." : "");
+    wrap("", 6, shown);
+    wrap("cause: ", 4, f->sig->cause);
+    if (f->sig->wrapper) {
+        bool any = false;
+        for (size_t k = 0; k < idx; k++)
+            if (!rep->findings[k].sig->wrapper) {
+                char why[200];
+                snprintf(why, sizeof why, "see [%zu] %s at line %llu above", k + 1,
+                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line);
+                wrap("root cause: ", 4, why);
+                any = true;
+                break;
+            }
+        if (!any) {
+            printf("    root cause: no known failure before it; error lines before it:\n");
+            size_t shown_n = 0;
+            for (size_t k = 0; k < rep->ntail; k++)
+                if (rep->tail[k].line < f->line) {
+                    char lead[32];
+                    snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
+                    wrap(lead, 6, rep->tail[k].text);
+                    shown_n++;
+                }
+            if (!shown_n)
+                printf("      (none in the log)\n");
+        }
+    }
+    if (f->nmeaning) {
+        printf("    what the numbers say:\n");
+        for (size_t k = 0; k < f->nmeaning; k++)
+            wrap("- ", 6, f->meaning[k]);
+    }
+    if (f->nremedies) {
+        printf("    remedies, in order:\n");
+        for (size_t k = 0; k < f->nremedies; k++) {
+            char lead[16];
+            snprintf(lead, sizeof lead, "%zu. ", k + 1);
+            wrap(lead, 6, f->remedies[k]);
+        }
+    }
+    if (f->live) {
+        json_t *src = json_object_get(f->live, "source");
+        printf("    now (%s):\n", json_string_value(src) ? json_string_value(src) : "live");
+        for (size_t k = 0; k < f->nlive_lines; k++)
+            wrap("- ", 6, f->live_lines[k]);
+    }
+    printf("\n");
+}
+
+static void print_report(const char *path, const hbm_explain_report *rep, const char *live_note)
+{
+    bool color = cli_color(stdout);
+    const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
+    if (rep->nfindings == 0) {
+        printf("%s: no known failure found in %llu lines.\n", name,
+               (unsigned long long)rep->lines);
+        if (rep->ntail) {
+            printf("last error-looking lines:\n");
+            for (size_t k = 0; k < rep->ntail; k++) {
+                char lead[32];
+                snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
+                wrap(lead, 2, rep->tail[k].text);
+            }
+        } else {
+            printf("no error-looking lines either.\n");
+        }
+    } else {
+        printf("%s: %zu known failure%s in %llu lines\n\n", name, rep->nfindings,
+               rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines);
+        for (size_t i = 0; i < rep->nfindings; i++)
+            print_finding(rep, i, color);
+    }
+    if (rep->cut_lines)
+        printf("note: %llu line%s longer than %d bytes were read only up to that length.\n",
+               (unsigned long long)rep->cut_lines, rep->cut_lines == 1 ? "" : "s",
+               HBM_EXPLAIN_LINE_MAX);
+    if (live_note)
+        wrap("note: ", 0, live_note);
+}
+
+typedef enum { LIVE_AUTO, LIVE_ON, LIVE_OFF } live_mode;
+
+/* Observes the host for the live checks; returns the source text or NULL (with a note). */
+static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *obs,
+                                char *note, size_t nnote, char *src, size_t nsrc)
+{
+    hbm_err err = {{0}};
+    if (c->src.snapshot) {
+        if (hbm_observe(obs, &c->src, &err) < 0) {
+            snprintf(note, nnote, "live checks skipped: %s", err.msg);
+            return NULL;
+        }
+        snprintf(src, nsrc, "snapshot %s", c->src.snapshot);
+        return src;
+    }
+    if (hbm_observe(obs, &c->src, &err) == 0 && obs->ndevs > 0) {
+        snprintf(src, nsrc, "this host, %s backend", obs->backend);
+        return src;
+    }
+    hbm_obs_free(obs);
+    if (mode == LIVE_AUTO) {
+        snprintf(note, nnote, "live checks skipped: no device backend here (%s); --live checks "
+                              "this host's processes and ports anyway", err.msg[0] ? err.msg : "no devices");
+        return NULL;
+    }
+    hbm_obs_init(obs);
+    hbm_host_opts hopts = {.root = c->src.root};
+    hbm_err herr = {{0}};
+    if (hbm_host_scan(&obs->host, &hopts, &herr) < 0) {
+        snprintf(note, nnote, "live checks skipped: host facts: %s", herr.msg);
+        return NULL;
+    }
+    obs->has_host = true;
+    snprintf(src, nsrc, "this host, host facts only: no device backend");
+    return src;
+}
+
+int cmd_explain(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"list", no_argument, NULL, OPT_LIST},
+        {"catalog", required_argument, NULL, OPT_CATALOG},
+        {"live", no_argument, NULL, OPT_LIVE},
+        {"no-live", no_argument, NULL, OPT_NO_LIVE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    cli_common c;
+    cli_common_init(&c);
+    bool list = false;
+    const char *catalog = NULL;
+    live_mode mode = LIVE_AUTO;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        switch (opt) {
+        case OPT_LIST: list = true; break;
+        case OPT_CATALOG: catalog = optarg; break;
+        case OPT_LIVE: mode = LIVE_ON; break;
+        case OPT_NO_LIVE: mode = LIVE_OFF; break;
+        case 'h': help(); return CLI_EXIT_OK;
+        default: return cli_usage_error("explain");
+        }
+    }
+    if (argc - optind > 1) {
+        cli_errorf("explain: one log at a time (got %d)", argc - optind);
+        return CLI_EXIT_ERROR;
+    }
+    hbm_err err = {{0}};
+    char *cat_path = NULL;
+    const char *origin = NULL;
+    hbm_catalog *cat = NULL;
+    if (hbm_explain_catalog_locate(catalog, &cat_path, &origin, &err) < 0 ||
+        hbm_explain_catalog_load(cat_path, &cat, &err) < 0) {
+        cli_errorf("explain: %s", err.msg);
+        free(cat_path);
+        return CLI_EXIT_ERROR;
+    }
+    if (list) {
+        print_list(cat, cat_path, c.json);
+        free(cat_path);
+        hbm_explain_catalog_free(cat);
+        return CLI_EXIT_OK;
+    }
+    const char *path = optind < argc ? argv[optind] : "-";
+    if (strcmp(path, "-") == 0 && optind >= argc && isatty(STDIN_FILENO)) {
+        cli_errorf("explain: give a LOG file, or - to read standard input");
+        free(cat_path);
+        hbm_explain_catalog_free(cat);
+        return CLI_EXIT_ERROR;
+    }
+    hbm_explain_report rep;
+    if (hbm_explain_scan_path(cat, path, &rep, &err) < 0) {
+        cli_errorf("explain: %s", err.msg);
+        free(cat_path);
+        hbm_explain_catalog_free(cat);
+        return CLI_EXIT_ERROR;
+    }
+    char note[1400] = "";
+    if (c.src.snapshot && mode == LIVE_AUTO)
+        mode = LIVE_ON;
+    if (mode != LIVE_OFF && hbm_explain_report_wants_live(&rep)) {
+        hbm_obs obs;
+        hbm_obs_init(&obs);
+        char src[300];
+        const char *source = observe_live(&c, mode, &obs, note, sizeof note, src, sizeof src);
+        if (source)
+            hbm_explain_live_apply(&rep, cat, &obs, c.src.root, source);
+        hbm_obs_free(&obs);
+    }
+    if (c.json) {
+        json_t *j = hbm_explain_report_json(&rep);
+        json_object_set_new(j, "log", json_string(strcmp(path, "-") == 0 ? "-" : path));
+        json_object_set_new(j, "catalog", json_string(cat_path));
+        json_object_set_new(j, "live_note", note[0] ? json_string(note) : json_null());
+        cli_json_out(j);
+    } else {
+        print_report(path, &rep, note[0] ? note : NULL);
+    }
+    int rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    hbm_explain_report_free(&rep);
+    free(cat_path);
+    hbm_explain_catalog_free(cat);
+    return rc;
+}

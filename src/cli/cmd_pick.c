@@ -1,0 +1,195 @@
+/* hbmctl pick N: free devices, one interconnect domain first, optionally leased. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hbm/lease.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hbmctl pick N [OPTIONS]\n\n"
+            "Chooses N FREE devices, preferring one interconnect domain (HCCS, NVLink) and the\n"
+            "fewest hops, and prints the visible-device variable (logic ids on Ascend,\n"
+            "indexes on NVIDIA). Says why each other device was refused.\n\n"
+            "options:\n"
+            "  --min-free SIZE    refuse devices with less free memory (e.g. 30GiB)\n"
+            "  --format F         env (default): ASCEND_RT_VISIBLE_DEVICES=0,1\n"
+            "                     list: 0,1    json: {\"devices\",\"env\",\"refused\"}\n"
+            "  --lease NAME       take an exclusive lease on each device: a small holder\n"
+            "                     process keeps it until --hold-pid exits\n"
+            "  --hold-pid PID     the process whose exit ends the lease (default: the caller,\n"
+            "                     i.e. pick's parent shell or script)\n"
+            "  --lease-dir DIR    lease files (default $HBMCTL_LEASE_DIR or " HBM_LEASE_DEFAULT_DIR
+            ")\n" CLI_COMMON_HELP "  -h, --help         this text\n\n"
+            "exit: 0 chosen, 1 fewer than N devices are free (reasons on stderr),\n"
+            "      2 could not look or bad usage\n"
+            "example: eval \"$(hbmctl pick 2 --lease web)\" && vllm serve ... -tp 2\n");
+}
+
+static json_t *result_json(const hbm_pick_result *r, const char *lease, int holder,
+                           int hold_pid, const char *dir)
+{
+    json_t *j = json_object();
+    json_t *devs = json_array();
+    for (size_t i = 0; i < r->n; i++)
+        json_array_append_new(devs, json_integer(r->devices[i]));
+    json_object_set_new(j, "devices", devs);
+    json_t *env = json_object();
+    if (r->n)
+        json_object_set_new(env, r->env_name, json_string(r->env_value));
+    json_object_set_new(j, "env", env);
+    json_t *ref = json_array();
+    for (size_t i = 0; i < r->nrefused; i++)
+        json_array_append_new(ref, json_pack("{s:o, s:s}", "device",
+                                             r->refused[i].device < 0
+                                                 ? json_null()
+                                                 : json_integer(r->refused[i].device),
+                                             "why", r->refused[i].why));
+    json_object_set_new(j, "refused", ref);
+    json_object_set_new(j, "placement", r->n ? json_string(r->placement) : json_null());
+    if (lease && r->n)
+        json_object_set_new(j, "lease", json_pack("{s:s, s:i, s:i, s:s}", "name", lease,
+                                                  "holder_pid", holder, "hold_pid", hold_pid,
+                                                  "dir", dir));
+    return j;
+}
+
+static void print_refusals(const hbm_pick_result *r)
+{
+    for (size_t i = 0; i < r->nrefused; i++) {
+        if (r->refused[i].device >= 0)
+            fprintf(stderr, "  device %-5lld %s\n", (long long)r->refused[i].device,
+                    r->refused[i].why);
+        else
+            fprintf(stderr, "  %s\n", r->refused[i].why);
+    }
+}
+
+int cmd_pick(int argc, char **argv)
+{
+    cli_common c;
+    cli_common_init(&c);
+    hbm_pick_opts po = {.min_free_bytes = HBM_UNKNOWN};
+    const char *format = "env", *lease_dir_opt = NULL;
+    long hold_pid = 0;
+    enum { OPT_MIN_FREE = CLI_OPT_FIRST_FREE, OPT_FORMAT, OPT_LEASE, OPT_HOLD, OPT_DIR };
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"min-free", required_argument, NULL, OPT_MIN_FREE},
+        {"format", required_argument, NULL, OPT_FORMAT},
+        {"lease", required_argument, NULL, OPT_LEASE},
+        {"hold-pid", required_argument, NULL, OPT_HOLD},
+        {"lease-dir", required_argument, NULL, OPT_DIR},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&c, opt, optarg))
+            continue;
+        hbm_err err = {{0}};
+        char *end;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case OPT_MIN_FREE:
+            if (hbm_parse_size(optarg, &po.min_free_bytes, &err) < 0) {
+                cli_errorf("--min-free: %s", err.msg);
+                return CLI_EXIT_ERROR;
+            }
+            break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "env") && strcmp(optarg, "list") && strcmp(optarg, "json")) {
+                cli_errorf("--format: '%s' is not env, list or json", optarg);
+                return CLI_EXIT_ERROR;
+            }
+            format = optarg;
+            break;
+        case OPT_LEASE: po.lease_name = optarg; break;
+        case OPT_HOLD:
+            hold_pid = strtol(optarg, &end, 10);
+            if (*end || hold_pid <= 0 || hold_pid > 0x3fffffff) {
+                cli_errorf("--hold-pid: '%s' is not a process id", optarg);
+                return CLI_EXIT_ERROR;
+            }
+            break;
+        case OPT_DIR: lease_dir_opt = optarg; break;
+        default:
+            return cli_usage_error("pick");
+        }
+    }
+    if (c.json)
+        format = "json";
+    if (optind + 1 != argc) {
+        cli_errorf("pick needs one argument: the number of devices");
+        return cli_usage_error("pick");
+    }
+    char *end;
+    long n = strtol(argv[optind], &end, 10);
+    if (*end || n < 1 || n > 4096) {
+        cli_errorf("pick: '%s' is not a device count", argv[optind]);
+        return CLI_EXIT_ERROR;
+    }
+    po.n = (size_t)n;
+    if (hold_pid && !po.lease_name) {
+        cli_errorf("--hold-pid needs --lease NAME");
+        return CLI_EXIT_ERROR;
+    }
+    if (!hold_pid)
+        hold_pid = getppid();
+    const char *dir = hbm_lease_dir(lease_dir_opt);
+    po.lease_dir = dir;
+
+    hbm_obs obs;
+    if (!cli_observe(&c, &obs))
+        return CLI_EXIT_ERROR;
+    hbm_pick_result r;
+    hbm_err err = {{0}};
+    int rc = hbm_pick(&obs, &po, &r, &err);
+    if (rc < 0) {
+        cli_errorf("pick: %s", err.msg);
+        hbm_obs_free(&obs);
+        return CLI_EXIT_ERROR;
+    }
+    pid_t holder = 0;
+    if (rc == 0 && po.lease_name) {
+        if (hbm_lease_spawn_holder(po.lease_name, r.lease_fds, r.devices, r.n, (int)hold_pid,
+                                   &holder, &err) < 0) {
+            cli_errorf("pick: %s", err.msg);
+            hbm_pick_result_free(&r);
+            hbm_obs_free(&obs);
+            return CLI_EXIT_ERROR;
+        }
+    }
+    bool json = strcmp(format, "json") == 0;
+    if (json) {
+        cli_json_out(result_json(&r, po.lease_name, (int)holder, (int)hold_pid, dir));
+    } else if (rc == 0) {
+        if (strcmp(format, "env") == 0)
+            printf("%s=%s\n", r.env_name, r.env_value);
+        else
+            printf("%s\n", r.env_value);
+    }
+    if (rc == 1) {
+        size_t usable = 0;
+        for (size_t i = 0; i < r.nrefused; i++)
+            usable += strncmp(r.refused[i].why, "free,", 5) == 0;
+        cli_errorf("cannot pick %ld device%s: %zu usable of %zu", n, n == 1 ? "" : "s", usable,
+                   obs.ndevs);
+        print_refusals(&r);
+    } else if (!json) {
+        if (po.lease_name)
+            fprintf(stderr, "hbmctl: lease '%s' held by pid %d until pid %ld exits (%s)\n",
+                    po.lease_name, (int)holder, hold_pid, r.placement);
+        else
+            fprintf(stderr, "hbmctl: %s\n", r.placement);
+    }
+    hbm_pick_result_free(&r); /* the holder keeps its own copies of the lease fds */
+    hbm_obs_free(&obs);
+    return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
+}

@@ -1,0 +1,83 @@
+/* The audit log: one JSON object per line, appended with a single write(2) on an O_APPEND
+ * descriptor so concurrent writers never interleave within a record. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hbm/doctor.h"
+#include "hbm/util.h"
+
+const char *hbm_audit_path(const char *override)
+{
+    if (override && *override)
+        return override;
+    const char *env = getenv("HBMCTL_AUDIT_LOG");
+    if (env && *env)
+        return env;
+    return HBM_AUDIT_DEFAULT_PATH;
+}
+
+static int make_parent(const char *path, hbm_err *err)
+{
+    char *dir = hbm_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) {
+        free(dir);
+        return 0;
+    }
+    *slash = '\0';
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(dir, 0755);
+        *p = '/';
+    }
+    int rc = 0;
+    if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+        rc = hbm_err_set(err, "cannot create %s: %s", dir, strerror(errno));
+    free(dir);
+    return rc;
+}
+
+int hbm_audit_append(const char *path, json_t *record, hbm_err *err)
+{
+    if (make_parent(path, err) < 0)
+        return -1;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (fd < 0)
+        return hbm_err_set(err, "cannot open audit log %s: %s", path, strerror(errno));
+    json_t *rec = json_object();
+    double now = hbm_now_wall();
+    time_t t = (time_t)now;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char when[32], host[128] = "";
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gethostname(host, sizeof host - 1);
+    json_object_set_new(rec, "time", json_string(when));
+    json_object_set_new(rec, "unix_time", json_real(now));
+    json_object_set_new(rec, "host", json_string(host));
+    json_object_set_new(rec, "uid", json_integer(getuid()));
+    json_object_set_new(rec, "hbmctl_pid", json_integer(getpid()));
+    json_object_update(rec, record);
+    char *line = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(rec);
+    size_t len = strlen(line);
+    line[len] = '\n'; /* replaces the terminator: the record is written as one line */
+    ssize_t w = write(fd, line, len + 1);
+    int e = errno;
+    free(line);
+    int rc = 0;
+    if (w != (ssize_t)(len + 1))
+        rc = hbm_err_set(err, "cannot write audit log %s: %s", path,
+                         w < 0 ? strerror(e) : "short write");
+    if (close(fd) < 0 && rc == 0)
+        rc = hbm_err_set(err, "cannot write audit log %s: %s", path, strerror(errno));
+    return rc;
+}

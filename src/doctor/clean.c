@@ -1,0 +1,420 @@
+/* clean: the plan (findings' actions filtered by the safety rules) and its execution, with
+ * every object checked again right before it is touched, and every outcome audited. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "doctor/doctor_int.h"
+#include "hbm/util.h"
+
+static bool named(const hbm_clean_opts *o, int pid)
+{
+    for (size_t i = 0; i < o->nnamed; i++)
+        if (o->named_pids[i] == pid)
+            return true;
+    return false;
+}
+
+static hbm_clean_step *add_step(hbm_clean_plan *p)
+{
+    hbm_grow((void **)&p->steps, &p->cap, p->n, sizeof *p->steps);
+    hbm_clean_step *s = &p->steps[p->n++];
+    memset(s, 0, sizeof *s);
+    s->allowed = true;
+    return s;
+}
+
+static bool planned_kill(const hbm_clean_plan *p, int pid)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->steps[i].action.kind == HBM_ACT_KILL && p->steps[i].action.pid == pid)
+            return true;
+    return false;
+}
+
+/* The safety rules for signals (SPEC 6). */
+static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_step *s)
+{
+    int pid = s->action.pid;
+    const hbm_hproc *hp = doc_find_proc(obs, pid);
+    if (pid <= 1) {
+        s->allowed = false;
+        snprintf(s->why, sizeof s->why, "pid %d is init: never signalled", pid);
+    } else if (hbm_doctor_is_self_or_ancestor(pid)) {
+        s->allowed = false;
+        snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
+    } else if (hp && hp->container_id[0] && !hp->cgroup_gone && !named(o, pid)) {
+        s->allowed = false;
+        snprintf(s->why, sizeof s->why,
+                 "pid %d runs in container %.12s, which still exists: name it with --pid %d",
+                 pid, hp->container_id, pid);
+    }
+}
+
+void hbm_clean_plan_make(const hbm_obs *obs, const hbm_findings *f, const hbm_clean_opts *o,
+                         hbm_clean_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    for (size_t i = 0; i < f->n; i++) {
+        const hbm_finding *x = &f->items[i];
+        if (x->action.kind == HBM_ACT_NONE)
+            continue;
+        if (x->action.kind == HBM_ACT_KILL && planned_kill(plan, x->action.pid))
+            continue; /* one process listed on several chips */
+        hbm_clean_step *s = add_step(plan);
+        s->action = x->action;
+        snprintf(s->finding_id, sizeof s->finding_id, "%s", x->id);
+        s->device = x->device;
+        if (s->action.kind == HBM_ACT_KILL)
+            judge_kill(obs, o, s);
+    }
+    for (size_t i = 0; i < o->nnamed; i++) {
+        int pid = o->named_pids[i];
+        if (planned_kill(plan, pid))
+            continue;
+        hbm_clean_step *s = add_step(plan);
+        snprintf(s->finding_id, sizeof s->finding_id, "named-pid");
+        s->device = HBM_UNKNOWN;
+        s->action.kind = HBM_ACT_KILL;
+        s->action.pid = pid;
+        const hbm_hproc *hp = doc_find_proc(obs, pid);
+        bool holds = false;
+        for (size_t d = 0; d < obs->ndevs && !holds; d++)
+            for (size_t k = 0; k < obs->devs[d].nprocs; k++)
+                if (obs->devs[d].procs[k].pid == pid) {
+                    holds = true;
+                    s->device = hbm_device_user_id(&obs->devs[d]);
+                    break;
+                }
+        if (hp && hp->ndev_paths > 0)
+            holds = true;
+        snprintf(s->action.text, sizeof s->action.text,
+                 "SIGTERM pid %d (%s), SIGKILL after the grace period", pid, hp ? hp->comm : "?");
+        if (!hp || !holds) {
+            s->allowed = false;
+            snprintf(s->why, sizeof s->why,
+                     "pid %d %s", pid, hp ? "holds no accelerator device in this observation"
+                                          : "is not a process hbmctl observed");
+            continue;
+        }
+        s->action.starttime = hp->starttime;
+        judge_kill(obs, o, s);
+    }
+}
+
+void hbm_clean_plan_free(hbm_clean_plan *plan)
+{
+    free(plan->steps);
+    memset(plan, 0, sizeof *plan);
+}
+
+static bool pid_alive(int pid)
+{
+    if (pid <= 0)
+        return false;
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int hbm_doctor_sysv_stale_now(int shmid, int64_t key, char *why, size_t n)
+{
+    struct shmid_ds ds;
+    if (shmctl(shmid, IPC_STAT, &ds) < 0) {
+        snprintf(why, n, "segment id %d: %s", shmid,
+                 errno == EINVAL || errno == EIDRM ? "already gone" : strerror(errno));
+        return 0;
+    }
+    if ((int64_t)(uint32_t)ds.shm_perm.__key != (key & 0xffffffffLL)) {
+        snprintf(why, n, "segment id %d now has another key: a different segment", shmid);
+        return 0;
+    }
+    if (ds.shm_nattch != 0) {
+        snprintf(why, n, "segment id %d is attached %lu time%s now", shmid,
+                 (unsigned long)ds.shm_nattch, ds.shm_nattch == 1 ? "" : "s");
+        return 0;
+    }
+    if (ds.shm_cpid <= 0 || pid_alive(ds.shm_cpid)) {
+        snprintf(why, n, "segment id %d: its creator pid %d is alive (or not visible here)",
+                 shmid, (int)ds.shm_cpid);
+        return 0;
+    }
+    if (pid_alive(ds.shm_lpid)) {
+        snprintf(why, n, "segment id %d: its last user pid %d is alive", shmid,
+                 (int)ds.shm_lpid);
+        return 0;
+    }
+    snprintf(why, n, "segment id %d: nattch 0, creator %d and last user %d gone", shmid,
+             (int)ds.shm_cpid, (int)ds.shm_lpid);
+    return 1;
+}
+
+static bool fd_holds(int pid, dev_t dev, ino_t ino, bool *unreadable)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == EACCES)
+            *unreadable = true;
+        return false;
+    }
+    bool hit = false;
+    struct dirent *e;
+    while (!hit && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        struct stat st;
+        char p[384];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (stat(p, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+            hit = true;
+    }
+    closedir(d);
+    return hit;
+}
+
+static bool maps_hold(int pid, dev_t dev, ino_t ino, bool *unreadable)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        if (errno == EACCES)
+            *unreadable = true;
+        return false;
+    }
+    char line[4096];
+    bool hit = false;
+    while (!hit && fgets(line, sizeof line, f)) {
+        unsigned maj, min;
+        unsigned long long inode;
+        if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) == 3 && inode == ino &&
+            makedev(maj, min) == dev)
+            hit = true;
+    }
+    fclose(f);
+    return hit;
+}
+
+int hbm_doctor_shm_unheld_now(const char *path, char *why, size_t n)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, n, "%s is not a regular file", path);
+        return 0;
+    }
+    DIR *d = opendir("/proc");
+    if (!d) {
+        snprintf(why, n, "cannot read /proc: %s", strerror(errno));
+        return 0;
+    }
+    int holder = 0, unread = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        bool unreadable = false;
+        if (fd_holds((int)pid, st.st_dev, st.st_ino, &unreadable) ||
+            maps_hold((int)pid, st.st_dev, st.st_ino, &unreadable)) {
+            holder = (int)pid;
+            break;
+        }
+        if (unreadable && !unread)
+            unread = (int)pid;
+    }
+    closedir(d);
+    if (holder) {
+        snprintf(why, n, "%s is held or mapped by pid %d now", path, holder);
+        return 0;
+    }
+    if (unread) {
+        snprintf(why, n, "cannot inspect pid %d's files and mappings (run as root)", unread);
+        return 0;
+    }
+    snprintf(why, n, "%s: no process maps it or holds it open", path);
+    return 1;
+}
+
+static json_t *step_record(const hbm_clean_step *s, const hbm_clean_opts *o,
+                           const char *outcome)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "event", json_string("clean"));
+    json_object_set_new(r, "command", json_string(o->command ? o->command : "hbmctl clean"));
+    json_object_set_new(r, "finding", json_string(s->finding_id));
+    json_object_set_new(r, "action", json_string(hbm_action_kind_name(s->action.kind)));
+    json_object_set_new(r, "device", s->device < 0 ? json_null() : json_integer(s->device));
+    if (s->action.kind == HBM_ACT_KILL) {
+        json_object_set_new(r, "pid", json_integer(s->action.pid));
+        json_object_set_new(r, "starttime", json_integer((json_int_t)s->action.starttime));
+    } else if (s->action.kind == HBM_ACT_SYSV_RMID) {
+        char key[16];
+        snprintf(key, sizeof key, "0x%08llx", (unsigned long long)(s->action.key & 0xffffffffLL));
+        json_object_set_new(r, "shmid", json_integer(s->action.shmid));
+        json_object_set_new(r, "key", json_string(key));
+    } else {
+        json_object_set_new(r, "path", json_string(s->action.path));
+    }
+    json_object_set_new(r, "outcome", json_string(outcome));
+    json_object_set_new(r, "detail", json_string(s->result));
+    return r;
+}
+
+static void term_phase(hbm_clean_step *s, bool *signalled)
+{
+    hbm_kill_outcome o;
+    bool raced = false;
+    hbm_err e = {{0}};
+    *signalled = false;
+    if (hbm_doctor_kill_checked(s->action.pid, s->action.starttime, SIGTERM, &o, &raced, &e) < 0) {
+        s->failed = true;
+        snprintf(s->result, sizeof s->result, "%.280s", e.msg);
+        return;
+    }
+    if (o == HBM_KILL_GONE) {
+        s->done = true;
+        snprintf(s->result, sizeof s->result, "pid %d had already exited", s->action.pid);
+    } else if (o == HBM_KILL_MISMATCH) {
+        s->failed = true;
+        snprintf(s->result, sizeof s->result,
+                 "not signalled: pid %d now belongs to another process (start time differs)",
+                 s->action.pid);
+    } else {
+        *signalled = true;
+        snprintf(s->result, sizeof s->result, "SIGTERM sent to pid %d%s", s->action.pid,
+                 raced ? " (kernel without pidfd: re-checked right before kill(), a small "
+                         "pid-reuse window remains)" : "");
+    }
+}
+
+static void kill_phase(hbm_clean_step *s)
+{
+    if (hbm_doctor_wait_exit(s->action.pid, s->action.starttime, 0) == 1) {
+        s->done = true;
+        size_t l = strlen(s->result);
+        snprintf(s->result + l, sizeof s->result - l, "; it exited");
+        return;
+    }
+    hbm_kill_outcome o;
+    bool raced = false;
+    hbm_err e = {{0}};
+    size_t l = strlen(s->result);
+    if (hbm_doctor_kill_checked(s->action.pid, s->action.starttime, SIGKILL, &o, &raced, &e) < 0) {
+        s->failed = true;
+        snprintf(s->result + l, sizeof s->result - l, "; SIGKILL failed: %.200s", e.msg);
+        return;
+    }
+    if (o != HBM_KILL_SENT) {
+        s->done = true;
+        snprintf(s->result + l, sizeof s->result - l, "; it exited");
+        return;
+    }
+    if (hbm_doctor_wait_exit(s->action.pid, s->action.starttime, 5.0) == 1) {
+        s->done = true;
+        snprintf(s->result + l, sizeof s->result - l, "; no exit after the grace period: "
+                 "SIGKILL sent, it exited");
+    } else {
+        s->failed = true;
+        char st = '?';
+        uint64_t t;
+        hbm_doctor_proc_starttime(s->action.pid, &t, &st);
+        snprintf(s->result + l, sizeof s->result - l,
+                 "; SIGKILL sent but it is still there (state %c: stuck in the kernel)", st);
+    }
+}
+
+int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *o, hbm_err *err)
+{
+    const char *audit = hbm_audit_path(o->audit_path);
+    json_t *start = json_pack("{s:s, s:s, s:I}", "event", "clean-start", "command",
+                              o->command ? o->command : "hbmctl clean", "steps",
+                              (json_int_t)plan->n);
+    int rc = hbm_audit_append(audit, start, err);
+    json_decref(start);
+    if (rc < 0)
+        return -1;
+    double grace = o->grace_s > 0 ? o->grace_s : 10.0;
+    int bad = 0;
+
+    /* Signals first, to every orphan at once, so the grace periods run in parallel. */
+    bool *sig = hbm_xcalloc(plan->n ? plan->n : 1, sizeof *sig);
+    for (size_t i = 0; i < plan->n; i++)
+        if (plan->steps[i].allowed && plan->steps[i].action.kind == HBM_ACT_KILL)
+            term_phase(&plan->steps[i], &sig[i]);
+    double deadline = hbm_now_mono() + grace;
+    for (size_t i = 0; i < plan->n; i++) {
+        if (!sig[i])
+            continue;
+        double left = deadline - hbm_now_mono();
+        hbm_doctor_wait_exit(plan->steps[i].action.pid, plan->steps[i].action.starttime,
+                             left > 0 ? left : 0);
+        kill_phase(&plan->steps[i]);
+    }
+    free(sig);
+
+    for (size_t i = 0; i < plan->n; i++) {
+        hbm_clean_step *s = &plan->steps[i];
+        if (!s->allowed)
+            continue;
+        if (s->action.kind == HBM_ACT_SYSV_RMID) {
+            if (hbm_doctor_sysv_stale_now(s->action.shmid, s->action.key, s->result,
+                                          sizeof s->result) == 1) {
+                if (shmctl(s->action.shmid, IPC_RMID, NULL) == 0) {
+                    s->done = true;
+                    size_t l = strlen(s->result);
+                    snprintf(s->result + l, sizeof s->result - l, ": removed");
+                } else {
+                    s->failed = true;
+                    snprintf(s->result, sizeof s->result, "IPC_RMID on id %d: %s",
+                             s->action.shmid, strerror(errno));
+                }
+            } else {
+                s->failed = true; /* kept: the re-check found it in use or gone */
+            }
+        } else if (s->action.kind == HBM_ACT_SHM_UNLINK) {
+            if (hbm_doctor_shm_unheld_now(s->action.path, s->result, sizeof s->result) == 1) {
+                if (unlink(s->action.path) == 0) {
+                    s->done = true;
+                    size_t l = strlen(s->result);
+                    snprintf(s->result + l, sizeof s->result - l, ": removed");
+                } else {
+                    s->failed = true;
+                    snprintf(s->result, sizeof s->result, "unlink %s: %s", s->action.path,
+                             strerror(errno));
+                }
+            } else {
+                s->failed = true;
+            }
+        }
+    }
+
+    for (size_t i = 0; i < plan->n; i++) {
+        hbm_clean_step *s = &plan->steps[i];
+        if (!s->allowed)
+            continue;
+        if (!s->done)
+            bad++;
+        json_t *r = step_record(s, o, s->done ? "done" : "kept");
+        hbm_err e2 = {{0}};
+        if (hbm_audit_append(audit, r, &e2) < 0 && rc == 0) {
+            rc = -1;
+            if (err)
+                *err = e2;
+        }
+        json_decref(r);
+    }
+    return rc < 0 ? -1 : bad;
+}

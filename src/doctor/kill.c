@@ -1,0 +1,258 @@
+/* Signals that never hit a recycled pid: open a pidfd first, then confirm that the process
+ * it names still has the observed start time, then signal through the pidfd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hbm/doctor.h"
+#include "hbm/lease.h"
+#include "hbm/util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+int hbm_doctor_proc_starttime(int pid, uint64_t *starttime, char *state)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    char *p = strrchr(buf, ')'); /* comm may contain ')' and spaces */
+    if (!p || p[1] != ' ')
+        return -1;
+    p += 2;
+    if (state)
+        *state = *p;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -1;
+        p++;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno || end == p)
+        return -1;
+    *starttime = v;
+    return 0;
+}
+
+static int ppid_of(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    char *p = strrchr(buf, ')');
+    int ppid;
+    char st;
+    if (!p || sscanf(p + 1, " %c %d", &st, &ppid) != 2)
+        return -1;
+    return ppid;
+}
+
+bool hbm_doctor_is_self_or_ancestor(int pid)
+{
+    int cur = getpid();
+    for (int depth = 0; depth < 4096 && cur > 0; depth++) {
+        if (cur == pid)
+            return true;
+        if (cur == 1)
+            break;
+        cur = ppid_of(cur);
+    }
+    return false;
+}
+
+int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
+                            bool *raced, hbm_err *err)
+{
+    if (raced)
+        *raced = false;
+    if (pid <= 1)
+        return hbm_err_set(err, "refusing to signal pid %d", pid);
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    bool have_pidfd = pidfd >= 0;
+    if (!have_pidfd && errno == ESRCH) {
+        *outcome = HBM_KILL_GONE;
+        return 0;
+    }
+    if (!have_pidfd && errno != ENOSYS)
+        return hbm_err_set(err, "pidfd_open(%d): %s", pid, strerror(errno));
+    /* With a pidfd held, the check below is about the very process the pidfd names. */
+    uint64_t now_start;
+    char state = 0;
+    if (hbm_doctor_proc_starttime(pid, &now_start, &state) < 0) {
+        if (have_pidfd)
+            close(pidfd);
+        *outcome = HBM_KILL_GONE;
+        return 0;
+    }
+    if (now_start != starttime) {
+        if (have_pidfd)
+            close(pidfd);
+        *outcome = HBM_KILL_MISMATCH;
+        return 0;
+    }
+    int rc;
+    if (have_pidfd) {
+        rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+        int e = errno;
+        close(pidfd);
+        if (rc < 0 && e == ENOSYS) {
+            /* pidfd_open without pidfd_send_signal does not exist in mainline, but a
+             * filtered syscall table (seccomp) can say so: fall back. */
+            have_pidfd = false;
+        } else if (rc < 0) {
+            if (e == ESRCH) {
+                *outcome = HBM_KILL_GONE;
+                return 0;
+            }
+            return hbm_err_set(err, "signal %d to pid %d: %s", sig, pid, strerror(e));
+        } else {
+            *outcome = HBM_KILL_SENT;
+            return 0;
+        }
+    }
+    /* Before Linux 5.3: re-check immediately before kill(); a window remains. */
+    if (hbm_doctor_proc_starttime(pid, &now_start, NULL) < 0 || now_start != starttime) {
+        *outcome = HBM_KILL_MISMATCH;
+        return 0;
+    }
+    if (raced)
+        *raced = true;
+    if (kill(pid, sig) < 0) {
+        if (errno == ESRCH) {
+            *outcome = HBM_KILL_GONE;
+            return 0;
+        }
+        return hbm_err_set(err, "signal %d to pid %d: %s", sig, pid, strerror(errno));
+    }
+    *outcome = HBM_KILL_SENT;
+    return 0;
+}
+
+static bool exited(int pid, uint64_t starttime)
+{
+    uint64_t st;
+    char state = 0;
+    if (hbm_doctor_proc_starttime(pid, &st, &state) < 0 || st != starttime)
+        return true;
+    return state == 'Z' || state == 'X';
+}
+
+int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s)
+{
+    double deadline = hbm_now_mono() + timeout_s;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd >= 0 && exited(pid, starttime)) {
+        close(pidfd);
+        return 1;
+    }
+    for (;;) {
+        if (exited(pid, starttime)) {
+            if (pidfd >= 0)
+                close(pidfd);
+            return 1;
+        }
+        double left = deadline - hbm_now_mono();
+        if (left <= 0)
+            break;
+        int ms = left > 0.2 ? 200 : (int)(left * 1000) + 1;
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            poll(&p, 1, ms);
+        } else {
+            usleep((useconds_t)ms * 1000);
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return 0;
+}
+
+int hbm_doctor_end_lease(const char *lease_dir, const char *name, double timeout_s,
+                         size_t *ended, hbm_err *err)
+{
+    *ended = 0;
+    hbm_lease_info *ls;
+    size_t n;
+    if (hbm_lease_list(lease_dir, &ls, &n, err) < 0)
+        return -1;
+    size_t matched = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!ls[i].held || strcmp(ls[i].name, name) != 0)
+            continue;
+        matched++;
+        if (ls[i].pid <= 1 || ls[i].starttime == 0) {
+            rc = hbm_err_set(err, "lease %s on device %lld names no holder pid", name,
+                             (long long)ls[i].device);
+            break;
+        }
+        if (hbm_doctor_is_self_or_ancestor(ls[i].pid)) {
+            rc = hbm_err_set(err, "lease %s on device %lld is held by pid %d, an ancestor of "
+                             "this hbmctl: end that process instead", name,
+                             (long long)ls[i].device, ls[i].pid);
+            break;
+        }
+        hbm_kill_outcome o;
+        if (hbm_doctor_kill_checked(ls[i].pid, ls[i].starttime, SIGTERM, &o, NULL, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (o == HBM_KILL_SENT)
+            (*ended)++;
+    }
+    /* Then wait for every matching lock to drop. */
+    double deadline = hbm_now_mono() + timeout_s;
+    while (rc == 0 && matched) {
+        bool still = false;
+        int64_t dev = -1;
+        for (size_t i = 0; i < n; i++) {
+            if (!ls[i].held || strcmp(ls[i].name, name) != 0)
+                continue;
+            hbm_lease_info q;
+            int h = hbm_lease_query(lease_dir, ls[i].device, &q, NULL);
+            if (h == 1 && strcmp(q.name, name) == 0) {
+                still = true;
+                dev = ls[i].device;
+            }
+        }
+        if (!still)
+            break;
+        if (hbm_now_mono() > deadline) {
+            rc = hbm_err_set(err, "lease %s on device %lld is still held after %.0f s", name,
+                             (long long)dev, timeout_s);
+            break;
+        }
+        usleep(50 * 1000);
+    }
+    free(ls);
+    if (rc < 0)
+        return -1;
+    return matched ? 0 : 1;
+}

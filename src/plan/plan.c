@@ -1,0 +1,538 @@
+/* The memory model of vLLM's start-up, per device rank (docs/planner.md has it on one page):
+ *   pre-check   free >= total x util                       (CUDA >= 0.9.1, Ascend >= 0.15)
+ *   budget      total x util - weights - peak activation - non-torch [- graphs, >= 0.21]
+ *   KV layout   page per layer type, blocks, tokens, concurrency as vLLM prints them
+ *   checks      no memory for blocks; one request of max_model_len must fit
+ * and the changes that make a failing start-up fit, each verified by running the model again. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hbm/plan.h"
+#include "plan/plan_int.h"
+
+#define GIB_D 1073741824.0
+
+static plan_rules rules_for(int ver, bool ascend)
+{
+    plan_rules r = {.ver = ver, .ascend = ascend};
+    r.v0 = ver < 800;
+    r.default_util = (!ascend && ver >= 2100) ? 0.92 : 0.9;
+    r.precheck = ascend ? ver >= 1500 : ver >= 901;
+    r.precheck_ceil = !ascend && ver >= 1400;
+    r.snapshot_budget = r.v0 || (ascend ? ver >= 1500 : ver >= 901);
+    r.graph_in_budget = !ascend && ver >= 2100;
+    /* NCCL moved before the snapshot with #25359 (0.11); HCCL is still after it */
+    r.collective_in_budget = ascend || ver < 1100;
+    /* FlashInfer's sort-free top-k/top-p sampler up to 0.10.1; the torch sort-based one
+     * after (logits bf16 + fp32, sorted values + int64 indices, softmax, cumsum, scatter,
+     * probabilities and the exponential draw: 38 bytes per entry) */
+    r.sampler_bytes = (r.v0 || (!ascend && ver < 1002)) ? 10 : 38;
+    r.tokens_rule = ver >= 2100 ? 2 : ver >= 901 ? 1 : 0;
+    r.typo_models = ver < 2200;
+    r.mamba_graph_check = !ascend && ver >= 1900;
+    return r;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return b > 0 ? (a + b - 1) / b : 0;
+}
+
+static int64_t weights_per_rank(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double total = (double)m->weights_bytes * c->w_scale;
+    double emb = m->embed_bytes > 0 ? (double)m->embed_bytes * c->w_scale : 0;
+    if (emb > total)
+        emb = total;
+    double w = (total - emb) / (double)(f->tp * f->pp) + emb / (double)f->tp / (f->pp > 1 ? 2 : 1);
+    /* projections that TP cannot split are replicated on every rank */
+    double H = (double)m->hidden_size, L = (double)m->num_layers / (double)f->pp;
+    if (!m->mla && m->num_kv_heads < f->tp)
+        w += L * 2 * H * (double)m->head_dim * c->act_bytes *
+             (1.0 - (double)m->num_kv_heads / (double)f->tp);
+    if (m->mla)
+        w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
+             (1.0 - 1.0 / (double)f->tp);
+    return (int64_t)w;
+}
+
+/* Torch peak of the profile run: the forward over max_num_batched_tokens (the largest MLP
+ * or fused-MoE workspace per token, with the residual stream) or the dummy sampler over
+ * min(seqs, tokens) rows of the full vocabulary while the forward's hidden states are
+ * still held, whichever is larger. */
+static int64_t activation(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double T = (double)f->mnbt, R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
+    double H = (double)m->hidden_size, tp = (double)f->tp;
+    double per = 0;
+    if (m->intermediate_size > 0 && (m->num_experts == 0 || m->first_dense_layers > 0))
+        per = 3 * (double)m->intermediate_size / tp + 3 * H;
+    if (m->num_experts > 0) {
+        double shared = m->shared_expert_intermediate_size > 0
+                            ? (double)m->shared_expert_intermediate_size
+                            : (double)(m->num_shared_experts * m->moe_intermediate_size);
+        double moe = (double)m->experts_per_token * (3 * (double)m->moe_intermediate_size / tp + H) +
+                     3 * shared / tp + 3 * H;
+        if (moe > per)
+            per = moe;
+    }
+    double fwd = T * per * c->act_bytes;
+    double sampler = R * (double)(m->vocab_size > 0 ? m->vocab_size : 0) * c->r.sampler_bytes +
+                     T * H * c->act_bytes;
+    return (int64_t)(fwd > sampler ? fwd : sampler);
+}
+
+/* Memory outside torch's allocator that the profiler charges: 0.13-0.15 GiB in V1 logs;
+ * V0 measured from before the model was built, so library handles and workspaces were in
+ * it too (0.34-0.43 GiB in V0 logs). */
+static int64_t non_torch(const plan_ctx *c, const plan_flags *f)
+{
+    int64_t nt = (int64_t)((c->r.v0 ? 0.35 : 0.15) * GIB_D);
+    if (c->r.collective_in_budget && f->tp * f->pp > 1)
+        nt += (int64_t)(0.25 * GIB_D);
+    return nt;
+}
+
+/* CUDA graph pool: a fixed part plus a share per captured layer (0.50-0.65 GiB measured
+ * for a 28-layer 7B at TP 1-2). */
+static int64_t graph_estimate(const plan_ctx *c, const plan_flags *f)
+{
+    if (f->eager)
+        return 0;
+    return (int64_t)(0.35 * GIB_D) + cdiv(c->m->num_layers, f->pp) * 6 * HBM_MIB;
+}
+
+/* KV layout for an available budget: fills per_token, block, num_blocks, tokens, conc. */
+typedef struct layout {
+    int64_t page;        /* bytes per block and layer */
+    int64_t gs;          /* layers per group (tensors in the pool) */
+    int64_t g_full, g_slide, g_lin;
+    int64_t block;
+    int64_t per_token;
+} layout;
+
+static layout kv_layout(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    layout l = {0};
+    int64_t heads = m->mla ? 1 : (m->num_kv_heads / f->tp > 1 ? m->num_kv_heads / f->tp : 1);
+    int64_t vd = m->mla ? 0 : (m->v_head_dim > 0 ? m->v_head_dim : m->head_dim);
+    int64_t tok = heads * (m->head_dim + vd) * f->kvb; /* one token, one layer */
+    int64_t nf = cdiv(c->n_full, f->pp), ns = cdiv(c->n_slide, f->pp), nl = cdiv(c->n_lin, f->pp);
+    l.block = f->block;
+    if (nl > 0 && nf > 0 && m->linear_num_v_heads > 0) {
+        /* Mamba-style state per layer and request; attention blocks grow to cover it */
+        int64_t kdim = m->linear_num_k_heads * m->linear_k_head_dim;
+        int64_t vdim = m->linear_num_v_heads * m->linear_v_head_dim;
+        int64_t conv = (2 * kdim + vdim) / f->tp * (m->linear_conv_kernel - 1);
+        int64_t temporal = m->linear_num_v_heads / f->tp * m->linear_k_head_dim * m->linear_v_head_dim;
+        int64_t state = (conv + temporal) * c->act_bytes;
+        int64_t align = f->block > 16 ? f->block : 16;
+        int64_t b = align * cdiv(state, align * tok);
+        if (b > l.block)
+            l.block = b;
+    }
+    l.page = l.block * tok;
+    l.per_token = tok * (nf + ns);
+    int64_t kinds[3] = {nf, ns, nl};
+    int64_t mn = 0, mx = 0, types = 0;
+    for (int i = 0; i < 3; i++)
+        if (kinds[i] > 0) {
+            types++;
+            mn = mn == 0 || kinds[i] < mn ? kinds[i] : mn;
+            mx = kinds[i] > mx ? kinds[i] : mx;
+        }
+    if (types <= 1)
+        l.gs = mx;
+    else
+        l.gs = (double)mx < 1.5 * (double)mn ? mx : mn;
+    if (l.gs <= 0)
+        l.gs = 1;
+    l.g_full = cdiv(nf, l.gs);
+    l.g_slide = cdiv(ns, l.gs);
+    l.g_lin = cdiv(nl, l.gs);
+    return l;
+}
+
+/* Blocks one request of length len needs across all groups. */
+static int64_t blocks_per_request(const plan_ctx *c, const plan_flags *f, const layout *l, int64_t len)
+{
+    int64_t n = l->g_full * cdiv(len, l->block) + l->g_lin;
+    if (l->g_slide) {
+        int64_t w = c->m->sliding_window - 1 + f->mnbt;
+        n += l->g_slide * (cdiv(w < len ? w : len, l->block) + 1);
+    }
+    return n;
+}
+
+static bool layout_has_kv(const layout *l)
+{
+    return l->g_full + l->g_slide + l->g_lin > 0 && l->page > 0;
+}
+
+/* Longest request that fits the budget (binary search, as vLLM's estimate). */
+static int64_t longest_fit(const plan_ctx *c, const plan_flags *f, const layout *l, int64_t avail)
+{
+    int64_t lo = 0, hi = f->mml > 0 ? f->mml : 1;
+    if (c->m->max_position_embeddings > hi)
+        hi = c->m->max_position_embeddings;
+    if (hi > (1LL << 40))
+        hi = 1LL << 40;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if ((double)blocks_per_request(c, f, l, mid) * (double)l->page * (double)l->gs <=
+            (double)avail)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    const plan_rules *r = &c->r;
+    double want = (double)f->total * f->util;
+    o->requested = r->precheck_ceil ? (int64_t)ceil(want) : (int64_t)want;
+    o->weights = weights_per_rank(c, f);
+    o->act = activation(c, f);
+    o->nt = non_torch(c, f);
+    int64_t g = graph_estimate(c, f);
+    if (r->graph_in_budget)
+        o->graph = g;
+    else
+        o->graph_out = g;
+    int64_t others = f->free >= 0 && f->free < f->total ? f->total - f->free : 0;
+    if (r->precheck && f->free >= 0 && f->free < o->requested)
+        o->precheck_fail = true;
+    /* the weights alone must fit what is free when loading starts */
+    if (o->weights > (f->free >= 0 ? f->free : f->total))
+        o->oom = true;
+    if (f->kvmem >= 0)
+        o->avail = f->kvmem;
+    else if (r->snapshot_budget)
+        o->avail = o->requested - o->weights - o->act - o->nt - o->graph;
+    else
+        o->avail = (int64_t)want - o->weights - o->act - o->nt - others;
+    layout l = kv_layout(c, f);
+    o->per_token = l.per_token;
+    o->block = l.block;
+    o->groups = l.g_full + l.g_slide + l.g_lin;
+    o->mml_fit = HBM_UNKNOWN;
+    if (o->avail <= 0 || !layout_has_kv(&l)) {
+        o->no_kv = o->avail <= 0;
+        o->fits = !o->no_kv && !o->precheck_fail && !o->oom;
+        return;
+    }
+    o->num_blocks = o->avail / l.page / l.gs;
+    int64_t per_req = blocks_per_request(c, f, &l, f->mml);
+    double needed = (double)per_req * (double)l.page * (double)l.gs;
+    o->needed = needed > 9e18 ? INT64_MAX : (int64_t)needed;
+    if (r->v0 || r->tokens_rule == 0) {
+        o->tokens = o->num_blocks * l.block;
+        o->conc = (double)o->tokens / (double)f->mml;
+    } else {
+        o->conc = per_req > 0 ? (double)o->num_blocks / (double)per_req : 0;
+        o->tokens = r->tokens_rule == 1 ? o->num_blocks / (o->groups ? o->groups : 1) * l.block
+                                        : (int64_t)(o->conc * (double)f->mml);
+    }
+    o->mml_fit = longest_fit(c, f, &l, r->v0 ? o->num_blocks * l.page * l.gs : o->avail);
+    if (r->v0)
+        o->mml_fail = f->mml > o->num_blocks / f->pp * l.block;
+    else
+        o->mml_fail = o->needed > o->avail;
+    if (o->num_blocks == 0)
+        o->no_kv = true;
+    /* each decode sequence of a hybrid needs one state block to capture full graphs */
+    o->mamba_fail = r->mamba_graph_check && !f->eager && l.g_lin > 0 && f->seqs > o->num_blocks;
+    o->fits = !o->precheck_fail && !o->no_kv && !o->mml_fail && !o->oom && !o->mamba_fail;
+}
+
+/* ---- messages ---------------------------------------------------------------------------- */
+
+/* Python's round(x, 2) printed as a float: "16.58", "16.5", "16.0" */
+static void py_round2(char *buf, size_t n, double gib)
+{
+    snprintf(buf, n, "%.2f", round(gib * 100) / 100);
+    size_t l = strlen(buf);
+    while (l > 0 && buf[l - 1] == '0' && l >= 2 && buf[l - 2] != '.')
+        buf[--l] = 0;
+}
+
+static void gib_text(const plan_rules *r, char *buf, size_t n, int64_t b)
+{
+    if (r->precheck_ceil)
+        snprintf(buf, n, "%.2f", (double)b / GIB_D);
+    else
+        py_round2(buf, n, (double)b / GIB_D);
+}
+
+static void add_error(hbm_plan_result *res, const char *kind, char *msg)
+{
+    res->errors = hbm_xrealloc(res->errors, (res->nerrors + 1) * sizeof *res->errors);
+    hbm_plan_error *e = &res->errors[res->nerrors++];
+    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    e->message = msg;
+}
+
+static void add_note(hbm_plan_result *res, char *text)
+{
+    res->notes = hbm_xrealloc(res->notes, (res->nnotes + 1) * sizeof *res->notes);
+    res->notes[res->nnotes++] = text;
+}
+
+static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outcome *o, hbm_plan_result *res)
+{
+    const plan_rules *r = &c->r;
+    if (o->precheck_fail) {
+        char fr[32], tot[32], req[32];
+        gib_text(r, fr, sizeof fr, f->free);
+        gib_text(r, tot, sizeof tot, f->total);
+        gib_text(r, req, sizeof req, o->requested);
+        add_error(res, "free_memory",
+                  hbm_xasprintf("Free memory on device %s(%s/%s GiB) on startup is less than "
+                                "desired GPU memory utilization (%g, %s GiB). Decrease GPU "
+                                "memory utilization or reduce GPU memory used by other "
+                                "processes.",
+                                r->precheck_ceil ? "cuda:0 " : "", fr, tot, f->util, req));
+        return; /* vLLM stops here: nothing after the pre-check runs */
+    }
+    if (o->oom) {
+        add_error(res, "weights_oom",
+                  hbm_xasprintf("%s out of memory while loading the weights: %.2f GiB per "
+                                "rank, %.2f GiB available. Failed to load model - not enough GPU "
+                                "memory. Try lowering --gpu-memory-utilization to free memory "
+                                "for weights, increasing --tensor-parallel-size, or using "
+                                "--quantization.",
+                                r->ascend ? "NPU" : "CUDA", (double)o->weights / GIB_D,
+                                (double)(f->free >= 0 ? f->free : f->total) / GIB_D));
+        return;
+    }
+    if (o->no_kv) {
+        add_error(res, "no_kv_memory",
+                  hbm_xasprintf("No available memory for the cache blocks. Try increasing "
+                                "`gpu_memory_utilization` when initializing the engine.%s",
+                                r->ver >= 2100 ? " See https://docs.vllm.ai/en/latest/"
+                                                 "configuration/conserving_memory/ for more "
+                                                 "details."
+                                               : ""));
+        return;
+    }
+    if (o->mml_fail) {
+        if (r->v0) {
+            add_error(res, "max_model_len",
+                      hbm_xasprintf("The model's max seq len (%lld) is larger than the maximum "
+                                    "number of tokens that can be stored in KV cache (%lld). "
+                                    "Try increasing `gpu_memory_utilization` or decreasing "
+                                    "`max_model_len` when initializing the engine.",
+                                    (long long)f->mml,
+                                    (long long)(o->num_blocks / f->pp * o->block)));
+        } else {
+            add_error(res, "max_model_len",
+                      hbm_xasprintf("To serve at least one request with the %s max seq len "
+                                    "(%lld), (%.2f GiB KV cache is needed, which is larger than "
+                                    "the available KV cache memory (%.2f GiB). Based on the "
+                                    "available memory, the estimated maximum model length is "
+                                    "%lld. Try increasing `gpu_memory_utilization`%s or "
+                                    "decreasing `max_model_len` when initializing the engine.",
+                                    r->typo_models ? "models's" : "model's", (long long)f->mml,
+                                    (double)o->needed / GIB_D, (double)o->avail / GIB_D,
+                                    (long long)o->mml_fit,
+                                    r->typo_models ? "" : " (which also controls CPU memory on "
+                                                          "the CPU backend)"));
+        }
+    }
+    if (o->mamba_fail && !o->mml_fail) /* raised later, at graph capture */
+        add_error(res, "mamba_blocks",
+                  hbm_xasprintf("max_num_seqs (%lld) exceeds available Mamba cache blocks (%lld). "
+                                "Each decode sequence requires one Mamba cache block, so CUDA "
+                                "graph capture cannot proceed. Please lower max_num_seqs to at "
+                                "most %lld or increase gpu_memory_utilization.",
+                                (long long)f->seqs, (long long)o->num_blocks,
+                                (long long)o->num_blocks));
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+static int kv_bytes(const char *name, int model_bytes)
+{
+    if (!name || !strcasecmp(name, "auto"))
+        return model_bytes;
+    int b = plan_dtype_bytes(name);
+    return b ? b : model_bytes;
+}
+
+int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
+{
+    memset(res, 0, sizeof *res);
+    hbm_plan_model_init(&res->model);
+    if (!in->model_path)
+        return hbm_err_set(err, "no model: give a model directory or config.json");
+    if (in->mem_total_bytes <= 0)
+        return hbm_err_set(err, "device memory unknown: give --device NAME, --device auto or "
+                                "--mem SIZE");
+    if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
+        return -1;
+    hbm_plan_model *m = &res->model;
+    int ver = PLAN_VERSION_NEWEST;
+    if (in->vllm_version) {
+        ver = plan_version_parse(in->vllm_version);
+        if (ver < 0)
+            return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
+                               in->vllm_version);
+    }
+    bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
+    plan_ctx c = {.m = m, .r = rules_for(ver, ascend)};
+    c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
+    c.w_scale = 1.0;
+    if (m->dtype_bytes == 4 && !m->weights_estimated)
+        c.w_scale = 0.5; /* vLLM loads float32 checkpoints in 16-bit */
+    if (in->dtype && plan_dtype_bytes(in->dtype) >= 2)
+        c.act_bytes = plan_dtype_bytes(in->dtype);
+    if (in->quantization && !strncasecmp(in->quantization, "fp8", 3) && !m->quant_method[0] &&
+        m->dtype_bytes >= 2) {
+        c.w_scale *= 1.0 / c.act_bytes; /* online fp8: linear weights at one byte */
+        add_note(res, hbm_xstrdup("--quantization fp8 on a 16-bit checkpoint: weights counted "
+                                  "at one byte each (embeddings included, a slight underestimate)"));
+    }
+    for (int64_t i = 0; i < m->num_layers; i++) {
+        switch (m->layer_kinds[i]) {
+        case HBM_PLAN_LAYER_FULL: c.n_full++; break;
+        case HBM_PLAN_LAYER_SLIDING: c.n_slide++; break;
+        case HBM_PLAN_LAYER_LINEAR: c.n_lin++; break;
+        case HBM_PLAN_LAYER_SHARED: break;
+        }
+    }
+    if (c.n_lin > 0 && m->linear_num_v_heads <= 0)
+        add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
+                                  "config: their per-request state is not counted"));
+
+    plan_flags f = {0};
+    f.total = in->mem_total_bytes;
+    f.free = in->mem_free_bytes;
+    f.tp = in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1;
+    f.pp = in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1;
+    f.util = isnan(in->gpu_memory_utilization) ? c.r.default_util : in->gpu_memory_utilization;
+    if (in->max_model_len > 0)
+        f.mml = in->max_model_len;
+    else if (m->max_position_embeddings > 0)
+        f.mml = m->max_position_embeddings;
+    else {
+        f.mml = 2048;
+        add_note(res, hbm_xstrdup("config has no max_position_embeddings: max-model-len "
+                                  "taken as 2048 (vLLM's fallback)"));
+    }
+    bool large = in->large_device && !ascend && !c.r.v0;
+    f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
+    int64_t dflt_tokens = large ? 8192 : 2048;
+    bool chunked = in->enable_chunked_prefill != 0;
+    if (c.r.v0 && in->enable_chunked_prefill < 0)
+        chunked = f.mml > 32768; /* V0 turned it on for long contexts only */
+    if (in->max_num_batched_tokens > 0)
+        f.mnbt = in->max_num_batched_tokens;
+    else
+        f.mnbt = chunked ? dflt_tokens : (f.mml > dflt_tokens ? f.mml : dflt_tokens);
+    if (!chunked && f.mnbt < f.mml)
+        f.mnbt = f.mml;
+    f.chunked = chunked;
+    if (f.seqs * f.mml < f.mnbt && in->max_num_batched_tokens <= 0)
+        f.mnbt = f.seqs * f.mml;
+    f.block_given = in->block_size > 0;
+    f.block = f.block_given ? in->block_size : ascend ? 128 : 16;
+    f.kvb = kv_bytes(in->kv_cache_dtype, c.act_bytes);
+    f.eager = in->enforce_eager == 1;
+    f.kvmem = in->kv_cache_memory_bytes;
+    if (m->num_heads % f.tp)
+        add_note(res, hbm_xasprintf("%lld attention heads are not divisible by TP %lld: vLLM "
+                                    "refuses this", (long long)m->num_heads, (long long)f.tp));
+
+    plan_outcome o;
+    plan_evaluate(&c, &f, &o);
+    res->fits = o.fits;
+    res->weights_bytes = o.weights;
+    res->activation_bytes = o.act;
+    res->non_torch_bytes = o.nt;
+    res->graph_bytes = o.graph;
+    res->graph_outside_bytes = o.graph_out;
+    res->kv_cache_bytes = o.avail;
+    res->kv_bytes_per_token = o.per_token;
+    res->block_size = o.block;
+    res->num_blocks = o.avail > 0 ? o.num_blocks : 0;
+    res->kv_cache_tokens = o.avail > 0 ? o.tokens : 0;
+    res->max_concurrency = o.avail > 0 ? o.conc : 0;
+    res->max_model_len_fit = o.mml_fit;
+    res->total_bytes = f.total;
+    res->free_bytes = f.free;
+    res->requested_bytes = o.requested;
+    res->gpu_memory_utilization = f.util;
+    res->tensor_parallel_size = f.tp;
+    res->pipeline_parallel_size = f.pp;
+    res->max_model_len = f.mml;
+    res->max_num_seqs = f.seqs;
+    res->max_num_batched_tokens = f.mnbt;
+    res->kv_dtype_bytes = f.kvb;
+    snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
+             in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
+    snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", ver / 10000,
+             ver / 100 % 100, ver % 100);
+    res->platform = in->platform;
+    snprintf(res->device_name, sizeof res->device_name, "%s",
+             in->device_name ? in->device_name : "");
+    res->live = in->live;
+
+    plan_view v = {in, in->served_model ? in->served_model : in->model_path};
+    res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
+    vllm_errors(&c, &f, &o, res);
+    if (!o.fits)
+        plan_advise(&c, &f, &o, &v, res);
+
+    if (m->weights_estimated)
+        add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
+                                    "architecture (%.2f B parameters%s%s)",
+                                    (double)m->params_estimated / 1e9,
+                                    m->quant_method[0] ? ", " : "", m->quant_method));
+    if (c.r.precheck && f.free < 0)
+        add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
+                                  "device is otherwise empty"));
+    if (!c.r.snapshot_budget && f.free >= 0 && f.free < f.total)
+        add_note(res, hbm_xasprintf("these rules (%s %s) charge memory held by other "
+                                    "processes (%.2f GiB) to the KV budget instead of refusing "
+                                    "to start", ascend ? "vllm-ascend" : "vLLM",
+                                    res->vllm_version, (double)(f.total - f.free) / GIB_D));
+    if (o.graph_out > 0)
+        add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
+                                    "allocated, outside the budget: keep that much free above "
+                                    "the utilisation", (double)o.graph_out / GIB_D));
+    if (m->mla && !ascend && !f.block_given)
+        add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
+                                  "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "
+                                  "block)"));
+    return 0;
+}
+
+void hbm_plan_result_free(hbm_plan_result *r)
+{
+    for (size_t i = 0; i < r->nerrors; i++)
+        free(r->errors[i].message);
+    free(r->errors);
+    for (size_t i = 0; i < r->nrecs; i++) {
+        free(r->recs[i].change);
+        free(r->recs[i].cost);
+        free(r->recs[i].flags);
+        free(r->recs[i].vllm_args);
+    }
+    free(r->recs);
+    free(r->vllm_args);
+    for (size_t i = 0; i < r->nnotes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    hbm_plan_model_free(&r->model);
+    memset(r, 0, sizeof *r);
+}

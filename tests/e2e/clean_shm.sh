@@ -1,0 +1,82 @@
+#!/bin/bash
+# Shared memory, real objects in a private IPC namespace with its own /dev/shm (so the host's
+# objects are never touched): a SysV segment whose creator died and nobody attaches is
+# removed; one still attached (creator dead) and one detached whose creator lives (like the
+# CANN log daemon's) are kept; a /dev/shm object mapped by a live process and one held open
+# are kept, one nobody holds is removed; a nearly full /dev/shm is reported; nothing changes
+# without --apply.
+set -u
+if [ -z "${DOC_IN_NS:-}" ]; then
+    if ! unshare --ipc --mount --propagation private true 2>/dev/null; then
+        echo "SKIP: needs root for a private IPC and mount namespace"
+        exit 0
+    fi
+    exec unshare --ipc --mount --propagation private env DOC_IN_NS=1 bash "$0" "$@"
+fi
+. "$HBM_SRC/tests/e2e/common.bash"
+mount -t tmpfs -o size=1m tmpfs /dev/shm || { echo "FAIL: cannot mount /dev/shm"; exit 1; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
+export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
+echo '{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "910B3",
+      "health": "OK", "hbm": {"total_mb": 65536, "used_mb": 3400}, "processes": []}]}]}' \
+    >"$tmp/scenario.json"
+
+dead=$("$HBM_BUILD/doc_shm" sysv-dead 65536)
+attached=$("$HBM_BUILD/doc_shm" sysv-dead 8192)
+pids+=("$("$HBM_BUILD/doc_shm" sysv-attach "$attached")")
+detached=$("$HBM_BUILD/doc_shm" sysv-detached 4096)
+pids+=("$(pgrep -n -f "doc_shm sysv-detached")")
+pids+=("$("$HBM_BUILD/doc_shm" posix-map /dev/shm/hcclShareMem0)")
+pids+=("$("$HBM_BUILD/doc_shm" posix-open /dev/shm/sem.held)")
+: >/dev/shm/sem.stale
+head -c 900k /dev/zero >/dev/shm/big
+sleep 600 3</dev/shm/big &
+pids+=($!)
+seg() { ipcs -m | awk -v id="$1" '$2 == id' | grep -c .; }
+check "setup: 3 segments exist" [ "$(ipcs -m | awk '$2 ~ /^[0-9]+$/' | grep -c .)" -eq 3 ]
+
+"$HBMCTL" doctor --backend dcmi --json >"$tmp/doctor.json"
+ids() { jq -r "$1" "$tmp/doctor.json"; }
+check "the dead creator's segment is a stale-sysv-shm finding" \
+    [ "$(ids '[.findings[] | select(.id == "stale-sysv-shm") | .evidence.shmid] | join(" ")')" = "$dead" ]
+check "the unheld /dev/shm object is a stale-posix-shm finding" \
+    [ "$(ids '[.findings[] | select(.id == "stale-posix-shm") | .evidence.path] | join(" ")')" = "/dev/shm/sem.stale" ]
+check "a nearly full /dev/shm is reported" \
+    [ "$(ids '[.findings[] | select(.id == "devshm-nearly-full")] | length')" -eq 1 ]
+
+"$HBMCTL" clean --backend dcmi >"$tmp/dry.txt"
+check "the dry run lists the segment removal" grep -q "would stale-sysv-shm" "$tmp/dry.txt"
+check "the dry run lists the unlink" grep -q "unlink /dev/shm/sem.stale" "$tmp/dry.txt"
+check "nothing changed without --apply (segment)" [ "$(seg "$dead")" -eq 1 ]
+check "nothing changed without --apply (file)" [ -e /dev/shm/sem.stale ]
+
+"$HBMCTL" clean --backend dcmi --apply --yes >"$tmp/apply.txt"
+check "clean --apply exits 0" [ $? -eq 0 ]
+check "the stale segment is removed" [ "$(seg "$dead")" -eq 0 ]
+check "the attached segment (creator dead) is kept" [ "$(seg "$attached")" -eq 1 ]
+check "the detached segment whose creator lives is kept" [ "$(seg "$detached")" -eq 1 ]
+check "the unheld /dev/shm object is removed" [ ! -e /dev/shm/sem.stale ]
+check "the mapped /dev/shm object is kept" [ -e /dev/shm/hcclShareMem0 ]
+check "the open /dev/shm object is kept" [ -e /dev/shm/sem.held ]
+check "the held big file is kept" [ -e /dev/shm/big ]
+check "both removals are audited as done" \
+    [ "$(jq -s '[.[] | select(.event == "clean" and .outcome == "done")] | length' "$tmp/audit.jsonl")" -eq 2 ]
+
+# The last check before acting: a segment that gets attached between the observation and
+# the action is kept (the plan is made, then a process attaches, then apply runs).
+again=$("$HBM_BUILD/doc_shm" sysv-dead 4096)
+"$HBMCTL" clean --backend dcmi --json >"$tmp/plan.json"
+check "a new dead segment is planned" \
+    [ "$(jq "[.steps[] | select(.action == \"sysv-rmid\")] | length" "$tmp/plan.json")" -eq 1 ]
+pids+=("$("$HBM_BUILD/doc_shm" sysv-attach "$again")")
+"$HBMCTL" clean --backend dcmi --apply --yes >/dev/null
+check "once attached it is no longer removed" [ "$(seg "$again")" -eq 1 ]
+finish

@@ -1,0 +1,96 @@
+#!/bin/bash
+# Real device holders behind the fake DCMI: an orphan (its parent exited; it ignores
+# SIGTERM) and a zombie (its parent never reaps it). doctor names both with evidence; a dry
+# run changes nothing; clean --apply ends the orphan (SIGTERM, grace, SIGKILL through a
+# pidfd), leaves the zombie and its parent alone, audits, and reports memory per device.
+set -u
+. "$HBM_SRC/tests/e2e/common.bash"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
+export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+export HBMCTL_AUDIT_LOG="$tmp/log/audit.jsonl"
+GIB=1073741824
+
+orphan=$("$HBM_BUILD/doc_proc" orphan ignore-term)
+pids+=("$orphan")
+read -r zombie zparent < <("$HBM_BUILD/doc_proc" zombie)
+pids+=("$zparent")
+state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+ppid() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f2; }
+for _ in $(seq 1 50); do [ "$(state "$zombie")" = Z ] && break; sleep 0.1; done
+if [ "$(ppid "$orphan")" != 1 ]; then
+    echo "SKIP: orphans are adopted by subreaper pid $(ppid "$orphan") here, not by init"
+    exit 0
+fi
+
+python3 - "$tmp/scenario.json" "$orphan" "$zombie" <<'PY'
+import json, sys
+out, orphan, zombie = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def chip(i, used_mb, procs):
+    return {"card_id": i, "chips": [{"logic_id": i, "phy_id": i, "name": "910B3", "health": "OK",
+            "hbm": {"total_mb": 65536, "used_mb": used_mb}, "processes": procs}]}
+json.dump({"driver_version": "24.1.rc2", "cards": [
+    chip(0, 30000, [{"pid": orphan, "memory": 26 * 2**30}]),
+    chip(1, 4500, [{"pid": zombie, "memory": 1 * 2**30}]),
+    chip(2, 3400, [])]}, open(out, "w"))
+PY
+
+"$HBMCTL" doctor --backend dcmi --json >"$tmp/doctor.json"
+check "doctor exits 1 on problems" [ $? -eq 1 ]
+j() { jq -r "$1" "$tmp/doctor.json"; }
+check "orphan-holder names the orphan" \
+    [ "$(j ".findings[] | select(.id == \"orphan-holder\") | .evidence.process.pid")" = "$orphan" ]
+check "orphan-holder is critical on device 0" \
+    [ "$(j '.findings[] | select(.id == "orphan-holder") | "\(.severity) \(.device)"')" = "critical 0" ]
+check "orphan-holder's action is a kill of that pid" \
+    [ "$(j '.findings[] | select(.id == "orphan-holder") | "\(.action.kind) \(.action.pid)"')" = "kill $orphan" ]
+check "zombie-holder names the zombie" \
+    [ "$(j ".findings[] | select(.id == \"zombie-holder\") | .evidence.process.pid")" = "$zombie" ]
+check "zombie-holder's remedy names the parent that must reap it" \
+    bash -c "jq -r '.findings[] | select(.id == \"zombie-holder\") | .remedy' '$tmp/doctor.json' | grep -q 'parent pid $zparent'"
+check "zombie-holder has no action" \
+    [ "$(j '.findings[] | select(.id == "zombie-holder") | .action')" = "null" ]
+check "the verdict line comes first" \
+    bash -c "'$HBMCTL' doctor --backend dcmi | head -1 | grep -q '^[0-9]* problems*: .*critical'"
+
+"$HBMCTL" clean --backend dcmi --json >"$tmp/dry.json"
+check "a dry run with work to do exits 1" [ $? -eq 1 ]
+check "the dry run plans the kill" \
+    [ "$(jq -r ".steps[] | select(.action == \"kill\") | .allowed" "$tmp/dry.json")" = "true" ]
+check "the dry run leaves the orphan alive" [ "$(state "$orphan")" = S ]
+check "the dry run writes no audit record" [ ! -e "$tmp/log/audit.jsonl" ]
+
+"$HBMCTL" clean --backend dcmi --apply --yes --grace 1s --json >"$tmp/apply.json"
+rc=$?
+check "clean --apply finishes (rc $rc)" [ "$rc" -eq 0 ]
+st=$(state "$orphan")
+check "the orphan is gone (state '$st')" bash -c "[ -z '$st' ] || [ '$st' = Z ]"
+check "the step says SIGKILL followed the ignored SIGTERM" \
+    bash -c "jq -r '.steps[] | select(.action == \"kill\") | .result' '$tmp/apply.json' | grep -q 'SIGKILL sent, it exited'"
+check "the zombie's parent is untouched" [ "$(state "$zparent")" = S ]
+check "memory is reported per device after clean" \
+    [ "$(jq '.released | length' "$tmp/apply.json")" -eq 3 ]
+check "device 0's memory before clean is in the report" \
+    [ "$(jq '.released[] | select(.device == 0) | .before_bytes' "$tmp/apply.json")" -eq $((30000 * 1048576)) ]
+check "the audit log has a start record" \
+    [ "$(jq -r 'select(.event == "clean-start") | .command' "$tmp/log/audit.jsonl")" = "hbmctl clean --apply" ]
+check "the audit log records the kill as done" \
+    [ "$(jq -r "select(.event == \"clean\" and .pid == $orphan) | .outcome" "$tmp/log/audit.jsonl")" = "done" ]
+check "every audit line is one JSON object with a time" \
+    bash -c "jq -e -s 'all(.[]; has(\"time\") and has(\"host\") and has(\"uid\"))' '$tmp/log/audit.jsonl' >/dev/null"
+
+# The driver still lists the pid (the fake does not forget it): a gone-holder once init
+# has reaped it, a zombie-holder of init until then. Either way no longer an orphan.
+"$HBMCTL" doctor --backend dcmi --json >"$tmp/after.json"
+id=$(jq -r ".findings[] | select(.evidence.process.pid == $orphan) | .id" "$tmp/after.json")
+check "afterwards the listed pid is gone or a zombie (got '$id')" \
+    bash -c "[ '$id' = gone-holder ] || [ '$id' = zombie-holder ]"
+check "and its remedy prints the vendor reset command" \
+    bash -c "jq -r '.findings[] | select(.evidence.process.pid == $orphan) | .remedy' '$tmp/after.json' | grep -q 'npu-smi set -t reset -i 0 -c 0'"
+finish

@@ -1,0 +1,77 @@
+/* Real processes for the doctor/clean tests. Every process it leaves behind ends itself
+ * after 300 s (alarm) so a failed test cannot leak it for long.
+ *   doc_proc orphan [ignore-term]  a child titled VLLM::EngineCor outlives its parent;
+ *                                  prints the child's pid
+ *   doc_proc zombie                a child exits and is never reaped; prints "ZOMBIE PARENT"
+ *   doc_proc sleep                 a plain live process; prints its pid */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+static void detach_stdio(void)
+{
+    fflush(stdout);
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+}
+
+static void linger(void)
+{
+    alarm(300);
+    for (;;)
+        pause();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: doc_proc orphan [ignore-term] | zombie | sleep\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "orphan") == 0) {
+        int p[2];
+        if (pipe(p) < 0)
+            return 1;
+        pid_t c = fork();
+        if (c < 0)
+            return 1;
+        if (c == 0) {
+            close(p[0]);
+            prctl(PR_SET_NAME, "VLLM::EngineCor");
+            if (argc > 2 && strcmp(argv[2], "ignore-term") == 0)
+                signal(SIGTERM, SIG_IGN);
+            detach_stdio();
+            /* Tell the parent only once it is gone: then we are the orphan. */
+            if (write(p[1], "r", 1) != 1)
+                _exit(1);
+            close(p[1]);
+            linger();
+        }
+        close(p[1]);
+        char ch;
+        if (read(p[0], &ch, 1) != 1)
+            return 1;
+        printf("%d\n", (int)c);
+        return 0;
+    }
+    if (strcmp(argv[1], "zombie") == 0) {
+        pid_t c = fork();
+        if (c < 0)
+            return 1;
+        if (c == 0)
+            _exit(0);
+        printf("%d %d\n", (int)c, (int)getpid());
+        detach_stdio();
+        linger();
+    }
+    if (strcmp(argv[1], "sleep") == 0) {
+        printf("%d\n", (int)getpid());
+        detach_stdio();
+        linger();
+    }
+    fprintf(stderr, "doc_proc: unknown mode %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,112 @@
+/* Serving flags read from real vLLM command lines, and the device table. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hbm/plan.h"
+
+static void test_vllm_serve_line(void **state)
+{
+    (void)state;
+    /* the openPangu serve script's shape, with both spellings and --flag=value */
+    char *argv[] = {"vllm", "serve", "/home/models/openPangu-72B", "--served-model-name", "pangu",
+                    "--tensor-parallel-size", "4", "--gpu_memory_utilization", "0.85",
+                    "--max-model-len=131072", "--max-num-seqs", "32", "--block-size", "128",
+                    "--enable-expert-parallel", "--compilation_config",
+                    "{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}", "--max_num_batched_tokens",
+                    "8192", "--kv-cache-dtype", "fp8", "--enforce-eager", "--port", "8000"};
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_args_from_argv(&in, (int)(sizeof argv / sizeof argv[0]), argv, &err), 0);
+    assert_string_equal(in.model_path, "/home/models/openPangu-72B");
+    assert_int_equal(in.tensor_parallel_size, 4);
+    assert_true(fabs(in.gpu_memory_utilization - 0.85) < 1e-12);
+    assert_int_equal(in.max_model_len, 131072);
+    assert_int_equal(in.max_num_seqs, 32);
+    assert_int_equal(in.block_size, 128);
+    assert_int_equal(in.max_num_batched_tokens, 8192);
+    assert_string_equal(in.kv_cache_dtype, "fp8");
+    assert_int_equal(in.enforce_eager, 1);
+    assert_int_equal(in.pipeline_parallel_size, -1);
+}
+
+static void test_api_server_and_errors(void **state)
+{
+    (void)state;
+    char *argv[] = {"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "Qwen/Qwen3-8B",
+                    "--max-model-len", "32k", "--kv-cache-memory-bytes", "8GiB", "-tp", "2"};
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_args_from_argv(&in, 11, argv, &err), 0);
+    assert_string_equal(in.model_path, "Qwen/Qwen3-8B");
+    assert_int_equal(in.max_model_len, 32000);
+    assert_int_equal(in.kv_cache_memory_bytes, 8LL << 30);
+    assert_int_equal(in.tensor_parallel_size, 2);
+
+    char *bad[] = {"vllm", "serve", "m", "--gpu-memory-utilization", "1.5"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 5, bad, &err), -1);
+    assert_non_null(strstr(err.msg, "--gpu-memory-utilization"));
+    char *bad2[] = {"vllm", "serve", "m", "--max-num-seqs"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 4, bad2, &err), -1);
+    assert_non_null(strstr(err.msg, "needs a value"));
+    char *bad3[] = {"vllm", "serve", "m", "--tensor-parallel-size", "two"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 5, bad3, &err), -1);
+}
+
+static void test_devices(void **state)
+{
+    (void)state;
+    const hbm_plan_device *d = hbm_plan_device_find("910B4");
+    assert_non_null(d);
+    assert_int_equal(d->platform, HBM_PLAN_PLATFORM_ASCEND);
+    assert_true(fabs((double)d->total_bytes / 1073741824.0 - 29.49) < 0.005);
+    d = hbm_plan_device_find("NVIDIA H100 80GB HBM3");
+    assert_null(d); /* the exact lookup does not guess */
+    /* driver names map to the family, then the nearest size */
+    d = hbm_plan_device_match("NVIDIA H100 80GB HBM3", 81559LL << 20);
+    assert_non_null(d);
+    assert_string_equal(d->name, "H100-80G");
+    d = hbm_plan_device_match("NVIDIA A100-SXM4-40GB", 40960LL << 20);
+    assert_string_equal(d->name, "A100-40G");
+    d = hbm_plan_device_match("NVIDIA A100 80GB PCIe", 81920LL << 20);
+    assert_string_equal(d->name, "A100-80G");
+    d = hbm_plan_device_match("910B4", 32768LL << 20);
+    assert_string_equal(d->name, "910B4");
+    d = hbm_plan_device_match("Ascend910B3", -1);
+    assert_string_equal(d->name, "910B3");
+    assert_null(hbm_plan_device_match("Tesla T4", 15360LL << 20));
+    d = hbm_plan_device_find("h100-80g");
+    assert_non_null(d);
+    assert_true(fabs((double)d->total_bytes / 1073741824.0 - 79.18) < 0.005);
+    assert_true(d->large_class);
+    d = hbm_plan_device_find("A100_80G");
+    assert_non_null(d);
+    assert_false(d->large_class); /* vLLM keeps the small batch defaults on A100 */
+    size_t n;
+    const hbm_plan_device *all = hbm_plan_devices(&n);
+    assert_true(n >= 12);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(all[i].total_bytes > 0);
+        assert_ptr_equal(hbm_plan_device_find(all[i].name), &all[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vllm_serve_line),
+        cmocka_unit_test(test_api_server_and_errors),
+        cmocka_unit_test(test_devices),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

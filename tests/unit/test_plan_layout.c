@@ -1,0 +1,269 @@
+/* The KV layout and version rules, each against vLLM's own arithmetic: page sizes per layer
+ * type, heads split or replicated by TP, MLA, fp8, pipeline stages, sliding-window and
+ * linear-attention groups (Qwen3-Next), and what moved between releases. Budgets are fixed
+ * with --kv-cache-memory-bytes where the test is about the layout only. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hbm/plan.h"
+
+#define GIB 1073741824.0
+#define FIX "tests/fixtures/models/"
+
+static hbm_plan_input base(const char *model)
+{
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = model;
+    in.platform = HBM_PLAN_PLATFORM_CUDA;
+    in.mem_total_bytes = (int64_t)(79.18 * GIB);
+    in.large_device = true;
+    return in;
+}
+
+static void run(const hbm_plan_input *in, hbm_plan_result *r)
+{
+    hbm_err err = {{0}};
+    if (hbm_plan_run(in, r, &err) < 0)
+        fail_msg("%s", err.msg);
+}
+
+static void test_tp_heads(void **state)
+{
+    (void)state;
+    /* Qwen3-32B: 8 KV heads. TP 2 -> 4 per rank; TP 16 -> 1 per rank (replicated) */
+    hbm_plan_input in = base(FIX "qwen3-32b");
+    in.max_model_len = 4096;
+    hbm_plan_result r;
+    in.tensor_parallel_size = 2;
+    run(&in, &r);
+    assert_int_equal(r.kv_bytes_per_token, 64 * 2 * 4 * 128 * 2);
+    hbm_plan_result_free(&r);
+    in.tensor_parallel_size = 16;
+    run(&in, &r);
+    assert_int_equal(r.kv_bytes_per_token, 64 * 2 * 1 * 128 * 2);
+    hbm_plan_result_free(&r);
+    /* fp8 KV: one byte per element */
+    in.tensor_parallel_size = 1;
+    in.kv_cache_dtype = "fp8";
+    run(&in, &r);
+    assert_int_equal(r.kv_bytes_per_token, 64 * 2 * 8 * 128);
+    hbm_plan_result_free(&r);
+    /* PP 2: each stage holds half the layers (and the smaller of the stages' blocks) */
+    in.kv_cache_dtype = NULL;
+    in.pipeline_parallel_size = 2;
+    run(&in, &r);
+    assert_int_equal(r.kv_bytes_per_token, 32 * 2 * 8 * 128 * 2);
+    hbm_plan_result_free(&r);
+}
+
+static void test_fixed_budget_blocks(void **state)
+{
+    (void)state;
+    /* --kv-cache-memory-bytes: blocks = bytes / page / layers, tokens = blocks x 16 */
+    hbm_plan_input in = base(FIX "llama-3.1-8b-instruct");
+    in.max_model_len = 8192;
+    in.vllm_version = "0.11.0";
+    in.kv_cache_memory_bytes = 10LL << 30;
+    hbm_plan_result r;
+    run(&in, &r);
+    int64_t page = 16 * 8 * 128 * 2 * 2;
+    assert_int_equal(r.num_blocks, (10LL << 30) / page / 32);
+    assert_int_equal(r.kv_cache_tokens, r.num_blocks * 16);
+    assert_true(fabs(r.max_concurrency - (double)r.num_blocks / 512.0) < 1e-9);
+    hbm_plan_result_free(&r);
+    /* newest rules print tokens as concurrency x max_model_len */
+    in.vllm_version = NULL;
+    in.max_model_len = 8000;
+    run(&in, &r);
+    assert_int_equal(r.kv_cache_tokens, (int64_t)((double)r.num_blocks / 500.0 * 8000));
+    hbm_plan_result_free(&r);
+}
+
+static void test_mla(void **state)
+{
+    (void)state;
+    hbm_plan_input in = base(FIX "deepseek-v2-lite-chat");
+    in.max_model_len = 32768;
+    in.tensor_parallel_size = 4;
+    hbm_plan_result r;
+    run(&in, &r);
+    /* the latent is not divided by TP */
+    assert_int_equal(r.kv_bytes_per_token, 27 * 576 * 2);
+    hbm_plan_result_free(&r);
+}
+
+/* Qwen3-Next: 12 attention layers (2 KV heads x 256) and 36 Gated DeltaNet layers whose
+ * state (conv (128*16*2 + 128*32) x 3 + 32 x 128 x 128, bf16) sets the attention block:
+ * 544 tokens at TP 1 and 272 at TP 4 (the arithmetic of research/vllm-memory.md). */
+static void test_hybrid_linear(void **state)
+{
+    (void)state;
+    hbm_plan_input in = base(FIX "qwen3-next-80b-a3b");
+    in.max_model_len = 32768;
+    in.kv_cache_memory_bytes = 20LL << 30;
+    hbm_plan_result r;
+    run(&in, &r);
+    assert_int_equal(r.block_size, 544);
+    assert_int_equal(r.kv_bytes_per_token, 12 * 2 * 2 * 256 * 2); /* full attention only */
+    int64_t page = 544 * 2048;
+    assert_int_equal(r.num_blocks, (20LL << 30) / page / 12);
+    /* per request: cdiv(32768, 544) attention blocks + one per linear group (3) */
+    double per_req = (double)((32768 + 543) / 544 + 3);
+    assert_true(fabs(r.max_concurrency - (double)r.num_blocks / per_req) < 1e-9);
+    hbm_plan_result_free(&r);
+    in.tensor_parallel_size = 4;
+    run(&in, &r);
+    assert_int_equal(r.block_size, 272);
+    hbm_plan_result_free(&r);
+    /* full CUDA graphs need a state block per decode sequence (newest rules) */
+    in.kv_cache_memory_bytes = 1LL << 30;
+    in.max_model_len = 4096;
+    in.max_num_seqs = 256;
+    run(&in, &r);
+    assert_int_equal(r.num_blocks, (1LL << 30) / (272 * 1024) / 12);
+    assert_false(r.fits);
+    assert_string_equal(r.errors[0].kind, "mamba_blocks");
+    assert_non_null(strstr(r.errors[0].message, "max_num_seqs (256) exceeds available Mamba"));
+    hbm_plan_result_free(&r);
+    in.enforce_eager = 1;
+    run(&in, &r);
+    assert_true(r.fits);
+    hbm_plan_result_free(&r);
+    in.enforce_eager = -1;
+    in.max_num_seqs = -1;
+    in.max_model_len = 32768;
+    in.kv_cache_memory_bytes = 20LL << 30;
+    /* 0.10.2-0.20 printed blocks // groups x block */
+    in.tensor_parallel_size = 1;
+    in.vllm_version = "0.19.0";
+    run(&in, &r);
+    assert_int_equal(r.kv_cache_tokens, r.num_blocks / 4 * 544);
+    hbm_plan_result_free(&r);
+}
+
+/* A gpt-oss-like config: 24 layers alternating sliding (128) and full attention. */
+static void test_sliding_window(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/hbm-plan-sw-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p[128];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"model_type\":\"gpt_oss\",\"hidden_size\":2880,\"num_hidden_layers\":24,"
+               "\"num_attention_heads\":64,\"num_key_value_heads\":8,\"head_dim\":64,"
+               "\"vocab_size\":201088,\"intermediate_size\":2880,\"num_local_experts\":32,"
+               "\"num_experts_per_tok\":4,\"sliding_window\":128,\"max_position_embeddings\":"
+               "131072,\"torch_dtype\":\"bfloat16\",\"layer_types\":[");
+    for (int i = 0; i < 24; i++)
+        fprintf(f, "%s\"%s\"", i ? "," : "", i % 2 ? "full_attention" : "sliding_attention");
+    fprintf(f, "]}\n");
+    fclose(f);
+    hbm_plan_input in = base(dir);
+    in.max_model_len = 16384;
+    in.kv_cache_memory_bytes = 8LL << 30;
+    hbm_plan_result r;
+    run(&in, &r);
+    int64_t tok = 8 * 64 * 2 * 2;
+    assert_int_equal(r.kv_bytes_per_token, tok * 24);
+    /* two groups of 12 layers share the pool */
+    int64_t blocks = (8LL << 30) / (16 * tok) / 12;
+    assert_int_equal(r.num_blocks, blocks);
+    /* a request: 1024 blocks in the full group + cdiv(127 + 8192, 16) + 1 in the sliding one */
+    double per_req = 1024.0 + (double)((127 + 8192 + 15) / 16 + 1);
+    assert_true(fabs(r.max_concurrency - (double)blocks / per_req) < 1e-9);
+    hbm_plan_result_free(&r);
+    unlink(p);
+    rmdir(dir);
+}
+
+static void test_version_rules(void **state)
+{
+    (void)state;
+    hbm_plan_input in = base(FIX "qwen3-0.6b");
+    in.max_model_len = 8192;
+    hbm_plan_result r;
+    /* default utilisation: 0.92 from 0.21, with graph memory inside the budget */
+    run(&in, &r);
+    assert_true(fabs(r.gpu_memory_utilization - 0.92) < 1e-9);
+    assert_true(r.graph_bytes > 0);
+    int64_t with_graph = r.kv_cache_bytes;
+    hbm_plan_result_free(&r);
+    in.enforce_eager = 1;
+    run(&in, &r);
+    assert_int_equal(r.graph_bytes, 0);
+    assert_int_equal(r.kv_cache_bytes, with_graph + (int64_t)(0.35 * GIB) + 28 * (6LL << 20));
+    hbm_plan_result_free(&r);
+    in.enforce_eager = -1;
+    in.vllm_version = "0.20.1";
+    run(&in, &r);
+    assert_true(fabs(r.gpu_memory_utilization - 0.9) < 1e-9);
+    assert_int_equal(r.graph_bytes, 0);
+    assert_true(r.graph_outside_bytes > 0);
+    hbm_plan_result_free(&r);
+    /* vllm-ascend before 0.15: no pre-check; memory others hold shrinks the KV cache */
+    in.platform = HBM_PLAN_PLATFORM_ASCEND;
+    in.mem_total_bytes = (int64_t)(61.27 * GIB);
+    in.large_device = false;
+    in.vllm_version = "0.11.0";
+    in.gpu_memory_utilization = 0.85;
+    run(&in, &r);
+    int64_t clean = r.kv_cache_bytes;
+    assert_int_equal(r.block_size, 128);
+    hbm_plan_result_free(&r);
+    in.mem_free_bytes = (int64_t)(41.27 * GIB);
+    run(&in, &r);
+    assert_int_equal(r.nerrors, 0);
+    assert_true(r.fits);
+    assert_true(llabs(clean - r.kv_cache_bytes - (int64_t)(20 * GIB)) < 1024);
+    hbm_plan_result_free(&r);
+    /* from 0.15 it refuses to start instead, in the same words as vLLM */
+    in.vllm_version = "0.15.0";
+    run(&in, &r);
+    assert_false(r.fits);
+    assert_string_equal(r.errors[0].kind, "free_memory");
+    assert_non_null(strstr(r.errors[0].message, "Free memory on device (41.27/61.27 GiB)"));
+    assert_non_null(strstr(r.errors[0].message, "(0.85, 52.08 GiB)"));
+    hbm_plan_result_free(&r);
+    /* small devices keep the 2048 / 256 batch defaults; large non-A100 get 8192 / 1024 */
+    in = base(FIX "qwen3-0.6b");
+    in.max_model_len = 8192;
+    run(&in, &r);
+    assert_int_equal(r.max_num_batched_tokens, 8192);
+    assert_int_equal(r.max_num_seqs, 1024);
+    hbm_plan_result_free(&r);
+    in.large_device = false;
+    run(&in, &r);
+    assert_int_equal(r.max_num_batched_tokens, 2048);
+    assert_int_equal(r.max_num_seqs, 256);
+    hbm_plan_result_free(&r);
+    /* a bad version string is refused */
+    in.vllm_version = "latest";
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_run(&in, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "--vllm-version"));
+    hbm_plan_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tp_heads),
+        cmocka_unit_test(test_fixed_budget_blocks),
+        cmocka_unit_test(test_mla),
+        cmocka_unit_test(test_hybrid_linear),
+        cmocka_unit_test(test_sliding_window),
+        cmocka_unit_test(test_version_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

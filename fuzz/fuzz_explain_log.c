@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     hbm_obs obs;
     hbm_obs_init(&obs);
-    hbm_explain_live_apply(&rep, cat, &obs, "", "fuzz");
+    hbm_explain_live_apply(&rep, cat, &obs, NULL, "fuzz");
     json_t *j = hbm_explain_report_json(&rep);
     char *dump = json_dumps(j, 0);
     if (!dump)

@@ -113,6 +113,7 @@ int hbm_doctor_end_lease(const char *lease_dir, const char *name, double timeout
 
 /* ---- clean ------------------------------------------------------------------------------ */
 
+/* Pointers are borrowed. */
 typedef struct hbm_clean_opts {
     double grace_s;          /* SIGTERM -> SIGKILL; default 10 */
     const int *named_pids;   /* --pid: processes the user names (also in running containers) */

@@ -158,7 +158,9 @@ const hbm_explain_num *hbm_explain_finding_num(const hbm_explain_finding *f,
 bool hbm_explain_report_wants_live(const hbm_explain_report *rep);
 
 /* Runs each finding's live checks against obs (devices may be absent: host facts still
- * answer the port, server and holder checks). source says where obs came from. */
+ * answer the port, server and holder checks). source says where obs came from. root is
+ * the host root prefix ("" live) for reading a listener's process that obs lacks; NULL when
+ * obs is a capture (a snapshot), so nothing is read from this host. */
 void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                             const hbm_obs *obs, const char *root, const char *source);
 

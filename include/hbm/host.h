@@ -36,6 +36,8 @@ typedef struct hbm_hproc {
     char pod_uid[40];    /* Kubernetes pod uid when the cgroup names one, else "" */
     bool cgroup_gone;    /* its cgroup was removed (" (deleted)" or the directory is gone):
                             the container it ran in no longer exists */
+    int zombie_live_threads; /* state Z: threads still running after their leader exited;
+                                they keep the files and device (dev_paths come from them) */
 } hbm_hproc;
 
 typedef struct hbm_sysv_seg {

@@ -75,6 +75,7 @@ int hbm_lease_spawn_holder(const char *name, const int *fds, const int64_t *devi
 
 /* ---- pick: choosing devices ------------------------------------------------------------ */
 
+/* Pointers are borrowed. */
 typedef struct hbm_pick_opts {
     size_t n;                /* devices wanted, >= 1 */
     int64_t min_free_bytes;  /* refuse devices with less free memory; HBM_UNKNOWN = none */

@@ -125,7 +125,9 @@ void hbm_run_result_free(hbm_run_result *r);
 
 /* Runs the command to the end (restarts included). Returns 0 with r->exit_code set (also
  * for 125/126/127 when the command could not start), -1 when hbmctl cannot supervise at
- * all (err says why; the caller exits 125). Must be called from a single-threaded process. */
+ * all (err says why; the caller exits 125). Must be called from a single-threaded process,
+ * which it leaves with the forwarded signals and SIGCHLD blocked: the caller is expected
+ * to exit with r->exit_code, and a late SIGTERM must not pre-empt that. */
 int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err);
 
 #endif

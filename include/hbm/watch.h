@@ -44,6 +44,7 @@ enum {
 
 typedef struct hbm_leak_status {
     bool ready;          /* enough samples for a robust level */
+    bool judging;        /* enough samples to know the noise: steps are counted */
     bool leak;           /* step growth reported (held until the memory returns) */
     bool above;          /* the level is above the threshold */
     int steps;           /* unreturned steps above the base level */
@@ -121,5 +122,10 @@ int64_t hbm_watch_hist_at(const hbm_watch_series *s, size_t i);
 /* One line describing the leak state of a series, e.g. "grew 3.00 GiB in 3 steps"
  * or "steady"; writes into buf and returns it. */
 const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n);
+
+/* A memory limit as users write it: "80%" or "0.8" (a ratio of the device's total) or a
+ * size ("60GiB", "512MiB"). Exactly one of *bytes (HBM_UNKNOWN otherwise) and *ratio (NAN
+ * otherwise) is set. */
+int hbm_watch_parse_limit(const char *s, int64_t *bytes, double *ratio, hbm_err *err);
 
 #endif

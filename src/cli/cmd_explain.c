@@ -15,7 +15,7 @@ enum { OPT_LIST = CLI_OPT_FIRST_FREE, OPT_CATALOG, OPT_LIVE, OPT_NO_LIVE };
 static void help(void)
 {
     printf("usage: hbmctl explain [OPTIONS] [LOG|-]\n\n"
-           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL/NCCL, PyTorch) and,\n"
+           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA) and,\n"
            "for each known failure, prints the first line that shows it (with its line number and\n"
            "how often it repeats), the cause, what the numbers in it mean, the remedies in the order\n"
            "to try, and what this host shows now. Logs are streamed (any size); ANSI colours and\n"
@@ -83,7 +83,6 @@ static void print_list(const hbm_catalog *cat, const char *path, bool json)
                  strcmp(s->kind, "failure") == 0 ? s->severity : "-");
         if (strlen(lead) > 50) { /* an id longer than its column: title on the next line */
             printf("%s\n", lead);
-            lead[0] = '\0';
             wrap("", 50, s->title ? s->title : "");
         } else {
             wrap(lead, 0, s->title ? s->title : "");
@@ -106,8 +105,9 @@ static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
         c = strcmp(f->sig->severity, "error") == 0 ? "\033[31m" : "\033[33m";
         r = CLI_RESET;
     }
-    printf("[%zu] %s%s%s %s: %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",
-           r, f->sig->id, f->sig->title);
+    printf("[%zu] %s%s%s %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",
+           r, f->sig->id);
+    wrap("", 4, f->sig->title);
     if (f->count > 1)
         printf("    line %llu (%llu times, last at line %llu):\n", (unsigned long long)f->line,
                (unsigned long long)f->count, (unsigned long long)f->last_line);
@@ -222,7 +222,7 @@ static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *ob
         return NULL;
     }
     hbm_obs_init(obs);
-    hbm_host_opts hopts = {.root = c->src.root};
+    hbm_host_opts hopts = {.root = c->src.root ? c->src.root : hbm_host_env_root()};
     hbm_err herr = {{0}};
     if (hbm_host_scan(&obs->host, &hopts, &herr) < 0) {
         snprintf(note, nnote, "live checks skipped: host facts: %s", herr.msg);
@@ -306,7 +306,11 @@ int cmd_explain(int argc, char **argv)
         char src[300];
         const char *source = observe_live(&c, mode, &obs, note, sizeof note, src, sizeof src);
         if (source)
-            hbm_explain_live_apply(&rep, cat, &obs, c.src.root, source);
+            hbm_explain_live_apply(&rep, cat, &obs,
+                                   c.src.snapshot ? NULL
+                                   : c.src.root   ? c.src.root
+                                                  : hbm_host_env_root(),
+                                   source);
         hbm_obs_free(&obs);
     }
     if (c.json) {

@@ -21,7 +21,7 @@ static void usage(FILE *f)
             "  --lease NAME       take an exclusive lease on each device: a small holder\n"
             "                     process keeps it until --hold-pid exits\n"
             "  --hold-pid PID     the process whose exit ends the lease (default: the caller,\n"
-            "                     i.e. pick's parent shell or script)\n"
+            "                     i.e. pick's parent; from a pipeline or subshell pass $$)\n"
             "  --lease-dir DIR    lease files (default $HBMCTL_LEASE_DIR or " HBM_LEASE_DEFAULT_DIR
             ")\n" CLI_COMMON_HELP "  -h, --help         this text\n\n"
             "exit: 0 chosen, 1 fewer than N devices are free (reasons on stderr),\n"

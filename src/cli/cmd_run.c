@@ -325,8 +325,9 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_HEALTH_URL:
 #ifndef HBM_HAVE_CURL
-            return fail("--health-url: this build has no HTTP client (libcurl left out; see "
-                        "hbmctl --version)");
+            if (strncmp(optarg, "http://", 7) != 0)
+                return fail("--health-url %s: this build has no libcurl, only http:// (see "
+                            "hbmctl --version)", optarg);
 #endif
             o.health_url = optarg;
             break;

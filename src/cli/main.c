@@ -72,6 +72,9 @@ static void version(void)
                 printf(" %s", commands[i].name);
         printf("\n");
     }
+#ifndef HBM_HAVE_CURL
+    printf("without libcurl: run --health-url takes http:// only; probe --url is left out\n");
+#endif
 }
 
 int main(int argc, char **argv)

@@ -105,6 +105,7 @@ static json_t *hproc_to_json(const hbm_hproc *p)
         json_array_append_new(ns, json_integer(p->nspid[i]));
     set(o, "nspid", ns);
     set(o, "wchan", jstr_or_null(p->wchan));
+    set(o, "zombie_live_threads", json_integer(p->zombie_live_threads));
     set(o, "device_files", strs_to_json(p->dev_paths, p->ndev_paths));
     set(o, "visible_devices", jstr_or_null(p->visible_devices));
     return o;
@@ -450,6 +451,8 @@ static int read_host(rd *r, const json_t *o, hbm_host *h)
             p->starttime = st < 0 ? 0 : (uint64_t)st;
             p->state = state[0];
             p->cgroup_gone = get_bool(e, "cgroup_gone");
+            json_t *zt = json_object_get(e, "zombie_live_threads");
+            p->zombie_live_threads = json_is_integer(zt) ? (int)json_integer_value(zt) : 0;
             p->cmdline = get_dup(r, e, "cmdline", &rc);
             p->cgroup = get_dup(r, e, "cgroup", &rc);
             p->visible_devices = get_dup(r, e, "visible_devices", &rc);

@@ -40,7 +40,7 @@ static int make_parent(const char *path, hbm_err *err)
     }
     int rc = 0;
     if (mkdir(dir, 0750) < 0 && errno != EEXIST)
-        rc = hbm_err_set(err, "cannot create %s: %s", dir, strerror(errno));
+        rc = hbm_err_set(err, "cannot create the audit log directory %s: %s", dir, strerror(errno));
     free(dir);
     return rc;
 }

@@ -241,7 +241,8 @@ int hbm_doctor_shm_unheld_now(const char *path, char *why, size_t n)
         return 0;
     }
     if (unread) {
-        snprintf(why, n, "cannot inspect pid %d's files and mappings (run as root)", unread);
+        snprintf(why, n, "cannot inspect pid %d's open files and mappings (permission denied), "
+                 "so it may use %s: kept", unread, path);
         return 0;
     }
     snprintf(why, n, "%s: no process maps it or holds it open", path);

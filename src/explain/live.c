@@ -5,6 +5,7 @@
  * holder checks even on a machine without an accelerator backend. */
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ typedef struct server {
 typedef struct live_ctx {
     const hbm_catalog *cat;
     const hbm_obs *obs;
-    const char *root;
+    const char *root; /* NULL: obs is a capture, so /proc now says nothing about it */
     server servers[MAX_SERVERS];
     size_t nservers;
     bool servers_done;
@@ -48,9 +49,11 @@ static void say(out *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = hbm_xmalloc(n > 0 ? (size_t)n + 1 : 1);
+    va_start(ap, fmt);
+    vsnprintf(s, n > 0 ? (size_t)n + 1 : 1, fmt, ap);
     va_end(ap);
     hbm_grow((void **)&o->lines, &o->cap, o->n, sizeof *o->lines);
     o->lines[o->n++] = s;
@@ -120,7 +123,7 @@ static void find_servers(live_ctx *lc)
         const hbm_hproc *known = hbm_host_find(h, l->pid);
         if (known) {
             s = add_server(lc, known);
-        } else {
+        } else if (lc->root) {
             hbm_hproc p;
             memset(&p, 0, sizeof p);
             if (hbm_host_read_proc(lc->root, l->pid, &p, NULL) == 0)
@@ -154,7 +157,7 @@ static const char *listener_name(live_ctx *lc, int pid, char *buf, size_t n)
     }
     hbm_hproc q;
     memset(&q, 0, sizeof q);
-    if (pid > 0 && hbm_host_read_proc(lc->root, pid, &q, NULL) == 0)
+    if (pid > 0 && lc->root && hbm_host_read_proc(lc->root, pid, &q, NULL) == 0)
         snprintf(buf, n, "%s", q.comm);
     else
         snprintf(buf, n, "?");
@@ -433,7 +436,7 @@ static void check_health(live_ctx *lc, out *o)
 void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                             const hbm_obs *obs, const char *root, const char *source)
 {
-    live_ctx lc = {.cat = cat, .obs = obs, .root = root ? root : ""};
+    live_ctx lc = {.cat = cat, .obs = obs, .root = root};
     for (size_t i = 0; i < rep->nfindings; i++) {
         hbm_explain_finding *f = &rep->findings[i];
         if (f->sig->nchecks == 0)

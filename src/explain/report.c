@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "explain_int.h"
+#include "hbm/util.h"
 
 /* Log text may hold any bytes; JSON needs UTF-8, so invalid bytes become '?'. */
 static json_t *text_json(const char *s)
@@ -12,9 +13,7 @@ static json_t *text_json(const char *s)
     if (j)
         return j;
     size_t n = strlen(s);
-    char *c = malloc(n + 1);
-    if (!c)
-        abort();
+    char *c = hbm_xmalloc(n + 1);
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {

@@ -37,6 +37,11 @@ bool hbm_hpat_match(const hbm_hpat *p, size_t n, const char *path, size_t len);
 int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm_hproc *out,
                       hbm_err *err);
 
+/* For a zombie thread-group leader: an open /proc/PID/task/TID of a thread that is still
+ * alive, else -1 (also when the process is not a zombie). *nlive, when not NULL, gets the
+ * number of live threads. */
+int hbm_hproc_live_thread(int pidfd, int pid, int *nlive);
+
 /* Appends path to p->dev_paths unless already there. */
 void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
 

@@ -1,4 +1,5 @@
 /* One process's facts from /proc/PID, and the small lookups built on them. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include "hbm/procfs.h"
 #include "hbm/util.h"
 #include "host/hostint.h"
+#include "host/lex.h"
 
 /* /dev/asdrv_svm is the Ascend 950 package's name for devmm_svm. */
 const char *const hbm_host_default_dev_patterns[] = {
@@ -74,6 +76,46 @@ void hbm_hproc_free(hbm_hproc *p)
     memset(p, 0, sizeof *p);
 }
 
+int hbm_hproc_live_thread(int pidfd, int pid, int *nlive)
+{
+    char buf[1024];
+    hbm_pstat st;
+    if (nlive)
+        *nlive = 0;
+    ssize_t n = hbm_hio_read(pidfd, "stat", buf, sizeof buf);
+    if (n <= 0 || hbm_procfs_parse_stat(buf, (size_t)n, &st, NULL) < 0 || st.state != 'Z')
+        return -1;
+    int tdir = openat(pidfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (tdir < 0)
+        return -1;
+    DIR *d = fdopendir(tdir);
+    if (!d) {
+        close(tdir);
+        return -1;
+    }
+    int found = -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int tid;
+        char rel[64];
+        if (!hbm_lex_int(e->d_name, strlen(e->d_name), &tid) || tid == pid)
+            continue;
+        snprintf(rel, sizeof rel, "%d/stat", tid);
+        n = hbm_hio_read(tdir, rel, buf, sizeof buf);
+        if (n <= 0 || hbm_procfs_parse_stat(buf, (size_t)n, &st, NULL) < 0 || st.state == 'Z' ||
+            st.state == 'X')
+            continue;
+        if (nlive)
+            (*nlive)++;
+        if (found < 0)
+            found = openat(tdir, e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!nlive && found >= 0)
+            break;
+    }
+    closedir(d);
+    return found;
+}
+
 /* True when "<cg2><path>" is missing: the cgroup was removed under its last member. */
 static bool cgroup_dir_gone(const char *cg2, const char *path)
 {
@@ -108,6 +150,11 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
     out->starttime = st.starttime;
     snprintf(out->comm, sizeof out->comm, "%s", st.comm);
     out->uid = -1;
+    if (st.state == 'Z') {
+        int tfd = hbm_hproc_live_thread(pidfd, pid, &out->zombie_live_threads);
+        if (tfd >= 0)
+            close(tfd);
+    }
 
     n = hbm_hio_read(pidfd, "status", buf, sizeof buf);
     if (n > 0) {

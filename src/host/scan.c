@@ -108,27 +108,42 @@ static void maps_hit(const char *path, size_t plen, uint64_t inode, void *arg)
     }
 }
 
-static void walk_fds(scan_ctx *c, int pidfd, int pid, hits *hit)
+/* A device path as it reads, or from a later "/dev/" on: a driver container shows its
+ * nodes as e.g. /run/nvidia/driver/dev/nvidia0. */
+static bool dev_match(const scan_ctx *c, const char *path, size_t len)
+{
+    if (hbm_hpat_match(c->pats, c->npats, path, len))
+        return true;
+    for (const char *q = path + 1; (q = memmem(q, len - (size_t)(q - path), "/dev/", 5)); q++)
+        if (hbm_hpat_match(c->pats, c->npats, q, len - (size_t)(q - path)))
+            return true;
+    return false;
+}
+
+/* Returns the number of fds listed. */
+static size_t walk_fds(scan_ctx *c, int pidfd, int pid, hits *hit)
 {
     int ffd = openat(pidfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ffd < 0)
-        return;
+        return 0;
     DIR *d = fdopendir(ffd);
     if (!d) {
         close(ffd);
-        return;
+        return 0;
     }
     char buf[PATH_MAX];
     struct dirent *e;
+    size_t count = 0;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
+        count++;
         bool real;
         ssize_t n = hbm_hio_link(ffd, e->d_name, buf, sizeof buf, &real);
         if (n <= 0)
             continue;
         if (buf[0] == '/') {
-            if (hbm_hpat_match(c->pats, c->npats, buf, (size_t)n)) {
+            if (dev_match(c, buf, (size_t)n)) {
                 hbm_hproc_add_dev(&hit->proc, buf, (size_t)n);
                 hit->any = true;
             }
@@ -158,6 +173,24 @@ static void walk_fds(scan_ctx *c, int pidfd, int pid, hits *hit)
         }
     }
     closedir(d);
+    return count;
+}
+
+/* fd links, then mappings of /dev/shm objects (a mapping keeps no fd). dirfd is /proc/PID
+ * or, for a zombie leader, one of its live threads' /proc/PID/task/TID. */
+static size_t inspect(scan_ctx *c, int dirfd, int pid, hits *hit)
+{
+    size_t nfd = walk_fds(c, dirfd, pid, hit);
+    if (c->h->nposix) {
+        size_t len;
+        char *maps = hbm_hio_slurp(dirfd, "maps", 1 << 28, &len);
+        if (maps) {
+            struct maps_arg ma = {c, hit, pid};
+            hbm_procfs_parse_maps(maps, len, "/dev/shm/", maps_hit, &ma, NULL);
+            free(maps);
+        }
+    }
+    return nfd;
 }
 
 /* Inference servers are recorded even when they hold nothing yet. The executable's name is
@@ -231,14 +264,13 @@ static int scan_procs(scan_ctx *c, hbm_err *err)
         if (pidfd < 0)
             continue;
         hits hit = {0};
-        walk_fds(c, pidfd, pid, &hit);
-        if (c->h->nposix) {
-            size_t len;
-            char *maps = hbm_hio_slurp(pidfd, "maps", 1 << 28, &len);
-            if (maps) {
-                struct maps_arg ma = {c, &hit, pid};
-                hbm_procfs_parse_maps(maps, len, "/dev/shm/", maps_hit, &ma, NULL);
-                free(maps);
+        if (inspect(c, pidfd, pid, &hit) == 0) {
+            /* No fds: a kernel thread, or a zombie leader whose threads live on and hold
+             * the files (vLLM engines seen as Z while still owning a device). */
+            int tfd = hbm_hproc_live_thread(pidfd, pid, NULL);
+            if (tfd >= 0) {
+                inspect(c, tfd, pid, &hit);
+                close(tfd);
             }
         }
         if (hit.any || wanted(c, pid) || is_server(pidfd))
@@ -430,7 +462,13 @@ int hbm_host_read_proc(const char *root, int pid, hbm_hproc *out, hbm_err *err)
     c.pats = pats;
     c.npats = npats;
     hits hit = {0};
-    walk_fds(&c, pidfd, pid, &hit);
+    if (walk_fds(&c, pidfd, pid, &hit) == 0) {
+        int tfd = hbm_hproc_live_thread(pidfd, pid, NULL);
+        if (tfd >= 0) {
+            walk_fds(&c, tfd, pid, &hit);
+            close(tfd);
+        }
+    }
     free(pats);
     int rc = hbm_hproc_read_at(pidfd, pid, root, c.cg2, out, err);
     close(pidfd);

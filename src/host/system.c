@@ -1,10 +1,16 @@
 /* System-wide host facts: SysV segments, hugepages, THP, TCP listeners, /dev/shm. */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -192,9 +198,80 @@ int hbm_host_read_thp(const char *root, hbm_host *h, hbm_err *err)
                      sizeof h->thp_defrag, err);
 }
 
+/* The same LISTEN sockets as /proc/net/tcp{,6}, from the kernel's socket-diagnostics
+ * netlink: it filters by state in the kernel, where reading /proc/net/tcp walks every
+ * connection of a busy server. -1 when unavailable (then the files are read). */
+static int listeners_netlink(hbm_host *h)
+{
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t cap = h->nlisteners, start = h->nlisteners;
+    static const int families[] = {AF_INET, AF_INET6};
+    long buf[8192 / sizeof(long)]; /* aligned for the netlink headers */
+    int rc = 0;
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        struct {
+            struct nlmsghdr nlh;
+            struct inet_diag_req_v2 r;
+        } req = {
+            .nlh = {.nlmsg_len = sizeof req, .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+                    .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = (unsigned)k + 1},
+            .r = {.sdiag_family = (unsigned char)families[k], .sdiag_protocol = IPPROTO_TCP,
+                  .idiag_states = 1u << 10 /* TCP_LISTEN */},
+        };
+        if (send(fd, &req, sizeof req, 0) != (ssize_t)sizeof req) {
+            rc = -1;
+            break;
+        }
+        for (bool done = false; !done && rc == 0;) {
+            ssize_t got = recv(fd, buf, sizeof buf, 0);
+            if (got <= 0) {
+                rc = -1;
+                break;
+            }
+            size_t total = (size_t)got;
+            const struct nlmsghdr *m;
+            for (size_t off = 0; off + sizeof *m <= total; off += NLMSG_ALIGN(m->nlmsg_len)) {
+                m = (const struct nlmsghdr *)((const char *)buf + off);
+                if (m->nlmsg_len < sizeof *m || m->nlmsg_len > total - off) {
+                    rc = -1;
+                    break;
+                }
+                if (m->nlmsg_type == NLMSG_DONE) {
+                    done = true;
+                    break;
+                }
+                if (m->nlmsg_type == NLMSG_ERROR ||
+                    m->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+                    rc = -1;
+                    break;
+                }
+                const struct inet_diag_msg *d = NLMSG_DATA(m);
+                if (d->idiag_state != 10)
+                    continue;
+                hbm_listener l = {.pid = -1, .inode = d->idiag_inode,
+                                  .port = ntohs(d->id.idiag_sport)};
+                if (!inet_ntop(d->idiag_family, d->id.idiag_src, l.addr, sizeof l.addr))
+                    continue;
+                hbm_grow((void **)&h->listeners, &cap, h->nlisteners, sizeof *h->listeners);
+                h->listeners[h->nlisteners++] = l;
+            }
+        }
+    }
+    close(fd);
+    if (rc < 0)
+        h->nlisteners = start; /* the files will say it all again */
+    return rc;
+}
+
 int hbm_host_read_listeners(const char *root, hbm_host *h, hbm_err *err)
 {
     static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    if (!root[0] && listeners_netlink(h) == 0)
+        return 0;
     for (int v6 = 0; v6 < 2; v6++) {
         size_t len;
         char *s = slurp_path(root, files[v6], 1 << 26, &len);

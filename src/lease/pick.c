@@ -79,13 +79,16 @@ static int better(const hbm_obs *obs, const cand *c, const size_t *a, const size
         return sa.worst < sb.worst ? -1 : 1;
     if (sa.sum != sb.sum)
         return sa.sum < sb.sum ? -1 : 1;
-    if (sa.free != sb.free)
-        return sa.free > sb.free ? -1 : 1;
+    /* Free memory counts in whole GiB: idle chips differ by a few MiB of noise, and then
+     * the lowest ids are the expected answer. */
+    long long fa = (long long)(sa.free / HBM_GIB), fb = (long long)(sb.free / HBM_GIB);
+    if (fa != fb)
+        return fa > fb ? -1 : 1;
     return cmp_ids(c, a, b, n);
 }
 
 /* Greedy growth from every seed: add the candidate with the cheapest worst link to the
- * set so far, ties by sum of links, free memory, id. Keeps the best set found. This is
+ * set so far, ties by sum of links, free memory (whole GiB), id. Keeps the best set found. This is
  * exact for the common shapes (one domain, or domains joined by one slower link class). */
 static void choose(const hbm_obs *obs, const cand *c, size_t nc, size_t n, size_t *best)
 {

@@ -153,8 +153,15 @@ void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o, 
         free(lead);
     }
 
-    /* 2. more devices */
-    for (int64_t tp = f->tp * 2; tp <= 64 && res->nrecs < 16; tp *= 2) {
+    /* 2. more devices; not when lowering the utilisation alone passes the check and fits */
+    bool util_alone = false;
+    if (o->precheck_fail && u_max >= 0.01) {
+        g = *f;
+        g.util = u_max;
+        plan_evaluate(c, &g, &t);
+        util_alone = t.fits;
+    }
+    for (int64_t tp = f->tp * 2; !util_alone && tp <= 64 && res->nrecs < 16; tp *= 2) {
         if (m->num_heads % tp)
             continue;
         g = *f;

@@ -115,11 +115,12 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(sbuf *b, const char 
     b->n += (size_t)need;
 }
 
-/* Words of text wrapped at width: the first line indented by indent, the others by hang. */
-static void sb_wrap_hang(sbuf *b, const char *text, int indent, int hang, int width)
+/* Words of text wrapped at width, continuing a line already at column col; later lines
+ * are indented by hang. */
+static void sb_wrap_from(sbuf *b, const char *text, int col, int hang, int width)
 {
-    int col = 0;
     const char *p = text;
+    bool first = true;
     while (*p) {
         while (*p == ' ')
             p++;
@@ -129,22 +130,26 @@ static void sb_wrap_hang(sbuf *b, const char *text, int indent, int hang, int wi
         int wl = (int)(e - p);
         if (wl == 0)
             break;
-        if (col == 0) {
-            sb_printf(b, "%*s", indent, "");
-            col = indent;
-        } else if (col + 1 + wl > width) {
+        if (!first && col + 1 + wl > width) {
             sb_printf(b, "\n%*s", hang, "");
             col = hang;
-        } else {
+        } else if (!first) {
             sb_printf(b, " ");
             col++;
         }
         sb_printf(b, "%.*s", wl, p);
         col += wl;
+        first = false;
         p = e;
     }
-    if (col)
-        sb_printf(b, "\n");
+    sb_printf(b, "\n");
+}
+
+/* The same from the start of a line indented by indent. */
+static void sb_wrap_hang(sbuf *b, const char *text, int indent, int hang, int width)
+{
+    sb_printf(b, "%*s", indent, "");
+    sb_wrap_from(b, text, indent, hang, width);
 }
 
 static void sb_wrap(sbuf *b, const char *text, int indent, int width)
@@ -196,32 +201,39 @@ char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color)
     sbuf b = {0};
     const hbm_plan_model *m = &r->model;
     const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "";
-    const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
-    char head[512];
-    snprintf(head, sizeof head,
-             "%s%s%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s", bold,
-             m->architecture[0] ? m->architecture : m->model_type, reset,
-             (long long)m->num_layers, (long long)m->num_kv_heads, (long long)m->head_dim,
-             m->mla ? " (MLA latent)" : "", m->dtype,
-             m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-             r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM", r->vllm_version);
-    sb_printf(&b, "model   %s\n", head);
-    char dev[256];
-    snprintf(dev, sizeof dev, "%s%s%.2f GiB total as the framework sees it",
-             r->device_name, r->device_name[0] ? (r->live ? " (live): " : ": ") : "",
-             (double)r->total_bytes / GIB_D);
+    const char *reset = color ? "\033[0m" : "";
+    sb_printf(&b, "model   ");
+    char *line = hbm_xasprintf(
+        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s",
+        m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
+        (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
+        m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
+        r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM", r->vllm_version);
+    sb_wrap_from(&b, line, 8, 8, width);
+    free(line);
+    char fr[48];
     if (r->free_bytes >= 0)
-        sb_printf(&b, "device  %s, %.2f GiB free\n", dev, (double)r->free_bytes / GIB_D);
+        snprintf(fr, sizeof fr, "%.2f GiB free", (double)r->free_bytes / GIB_D);
     else
-        sb_printf(&b, "device  %s, free not known\n", dev);
+        snprintf(fr, sizeof fr, "free not known");
+    sb_printf(&b, "device  ");
+    line = hbm_xasprintf("%s%s%.2f GiB total as the framework sees it, %s",
+                         r->device_name,
+                         r->device_name[0] ? (r->live ? " (live): " : ": ") : "",
+                         (double)r->total_bytes / GIB_D, fr);
+    sb_wrap_from(&b, line, 8, 8, width);
+    free(line);
     if (m->weights_estimated)
-        sb_printf(&b, "weights estimated from the architecture (%.2f B parameters): no "
-                      "safetensors found\n",
-                  (double)m->params_estimated / 1e9);
+        line = hbm_xasprintf("weights estimated from the architecture (%.2f B parameters): no "
+                             "safetensors found",
+                             (double)m->params_estimated / 1e9);
     else
-        sb_printf(&b, "weights %.2f GiB measured from %d safetensors file%s (%lld tensors)\n",
-                  (double)m->weights_bytes / GIB_D, m->weights_files,
-                  m->weights_files == 1 ? "" : "s", (long long)m->weights_tensors);
+        line = hbm_xasprintf("weights %.2f GiB measured from %d safetensors file%s (%lld "
+                             "tensors)",
+                             (double)m->weights_bytes / GIB_D, m->weights_files,
+                             m->weights_files == 1 ? "" : "s", (long long)m->weights_tensors);
+    sb_wrap_hang(&b, line, 0, 8, width);
+    free(line);
     sb_printf(&b, "flags   TP %lld  PP %lld  util %g  max-model-len %lld  max-num-seqs %lld  "
                   "batched-tokens %lld\n        block %lld  kv-cache-dtype %s (%d B)\n\n",
               (long long)r->tensor_parallel_size, (long long)r->pipeline_parallel_size,
@@ -276,10 +288,8 @@ char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color)
     } else if (!r->fits) {
         sb_printf(&b, "\nno single change found that makes it fit\n");
     }
-    char *line = hbm_xasprintf("command %s", r->vllm_args ? r->vllm_args : "");
-    sb_printf(&b, "\n");
-    sb_wrap_hang(&b, line, 0, 8, width);
-    free(line);
+    sb_printf(&b, "\ncommand ");
+    sb_wrap_from(&b, r->vllm_args ? r->vllm_args : "", 8, 8, width);
     if (r->nnotes) {
         sb_printf(&b, "\nnotes:\n");
         for (size_t i = 0; i < r->nnotes; i++) {

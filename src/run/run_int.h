@@ -79,7 +79,8 @@ void run_tree_init(run_tree *t, const run_cgroup *cg);
 void run_tree_free(run_tree *t);
 /* Current members (alive, not zombies); *out owned by the caller. Records them as seen. */
 int run_tree_members(run_tree *t, run_proc **out, size_t *n);
-/* Signals one member through a pidfd after checking its start time; 0 sent, 1 gone. */
+/* Signals one member through a pidfd after checking its start time (doctor's checked
+ * kill); 0 sent, 1 gone or no longer the same process. */
 int run_signal_proc(const run_proc *p, int sig);
 run_seen *run_tree_seen(run_tree *t, int pid, uint64_t start);
 bool run_tree_was_member(const run_tree *t, int pid);
@@ -91,6 +92,9 @@ void run_tree_note_reaped(run_tree *t, int pid);
 typedef struct run_sigstate {
     sigset_t orig_mask;
     struct sigaction orig_ttin, orig_ttou;
+    int nfwd;
+    int fwd[8];                  /* the forwarded signals */
+    struct sigaction orig_fwd[8]; /* their dispositions as hbmctl got them */
 } run_sigstate;
 
 /* Starts argv as the child. Returns its pid; on failure to exec, returns -1 with *code set

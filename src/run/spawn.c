@@ -49,6 +49,8 @@ static _Noreturn void child(const hbm_run_opts *o, const run_cgroup *cg, int tty
         if (tty_fd >= 0)
             tcsetpgrp(tty_fd, getpid());
     }
+    for (int i = 0; i < ss->nfwd; i++)
+        sigaction(ss->fwd[i], &ss->orig_fwd[i], NULL);
     sigaction(SIGTTIN, &ss->orig_ttin, NULL);
     sigaction(SIGTTOU, &ss->orig_ttou, NULL);
     sigprocmask(SIG_SETMASK, &ss->orig_mask, NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "run_int.h"
+#include "hbm/doctor.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
 
@@ -115,6 +116,11 @@ void run_stop_tree(run_state *s, bool group_signalled)
     s->stop_gen++;
     double t0 = hbm_now_mono();
     double deadline = t0 + o->grace_s;
+    if (group_signalled && s->tree.child_pgid > 0) {
+        char d[96];
+        snprintf(d, sizeof d, "stop signal to process group %d", (int)s->tree.child_pgid);
+        run_audit(s, "terminate_group", (int)s->tree.child_pgid, NULL, d);
+    }
     run_proc *m = NULL;
     size_t n;
     bool first = true;
@@ -324,7 +330,9 @@ size_t run_shm_cleanup(run_state *s)
          * made (its creator was one of ours, and it did not exist before we started) */
         if (old || g->nattch != 0 || !run_tree_was_member(&s->tree, g->cpid))
             continue;
-        if (pid_alive(g->cpid) || (g->lpid != g->cpid && pid_alive(g->lpid)))
+        char why[200];
+        /* the same live re-check clean uses, right before acting */
+        if (hbm_doctor_sysv_stale_now(g->shmid, g->key, why, sizeof why) != 1)
             continue;
         if (shmctl(g->shmid, IPC_RMID, NULL) < 0) {
             run_log(s->o, "SysV segment %d (key 0x%08llx) left: %s", g->shmid,

@@ -74,13 +74,12 @@ void run_reap(run_state *s)
                 kill(getpid(), SIGSTOP);
             continue;
         }
+        run_tree_note_reaped(&s->tree, (int)pid); /* the main child too: segments it made */
         if (pid == s->child && !s->child_done) {
             s->child_done = true;
             s->child_status = st;
             if (job_control(s))
                 tcsetpgrp(s->tty_fd, getpgrp());
-        } else {
-            run_tree_note_reaped(&s->tree, (int)pid);
         }
     }
 }
@@ -129,6 +128,17 @@ static void setup_signals(run_state *s)
     if (s->tty_fd >= 0)
         sigaddset(&s->waitset, SIGCONT);
     sigprocmask(SIG_BLOCK, &s->waitset, &s->ss.orig_mask);
+    /* A signal ignored on entry (a background job of a script ignores SIGINT and SIGQUIT)
+     * would be discarded before sigtimedwait could take it: hbmctl takes them all, and
+     * the child gets the dispositions hbmctl was given back. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    s->ss.nfwd = 0;
+    for (size_t i = 0; i < NFORWARDED; i++) {
+        s->ss.fwd[s->ss.nfwd] = forwarded[i];
+        sigaction(forwarded[i], &dfl, &s->ss.orig_fwd[s->ss.nfwd]);
+        s->ss.nfwd++;
+    }
     /* hbmctl leaves the terminal's foreground to the child; it must still be able to
      * write its log lines and take the foreground back */
     struct sigaction ign = {.sa_handler = SIG_IGN};
@@ -137,15 +147,12 @@ static void setup_signals(run_state *s)
     sigaction(SIGTTOU, &ign, &s->ss.orig_ttou);
 }
 
+/* The terminal stops mattering; the forwarded signals stay blocked so that a late SIGTERM
+ * cannot end hbmctl before it exits with the child's status. */
 static void restore_signals(run_state *s)
 {
     sigaction(SIGTTIN, &s->ss.orig_ttin, NULL);
     sigaction(SIGTTOU, &s->ss.orig_ttou, NULL);
-    /* drop what is still pending, so nothing is acted upon after the supervisor returns */
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&s->waitset, NULL, &zero) > 0)
-        ;
-    sigprocmask(SIG_SETMASK, &s->ss.orig_mask, NULL);
 }
 
 /* The terminal, when hbmctl has one and is in its foreground (else the child must not
@@ -302,6 +309,9 @@ static int start_child(run_state *s, hbm_err *err)
             s->baseline_taken = true;
         }
     }
+    if (s->baseline_taken)
+        for (size_t i = 0; i < s->dv.n; i++)
+            s->dv.d[i].held = s->dv.d[i].used; /* "released" counts this run's memory */
     int code = 0;
     s->child_done = false;
     pid_t pid = run_spawn(o, &s->cg, s->tty_fd, &s->ss, &code, err);
@@ -409,15 +419,18 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
             break;
         double now = hbm_now_mono();
         if (!hbm_run_budget_allows(&o->budget, restarts, nrestarts, now)) {
-            run_log(o, "restart budget %d per %gs spent: not restarting", o->budget.max,
+            run_log(o, "restart budget spent (%d per %gs): not restarting", o->budget.max,
                     o->budget.window_s);
             break;
         }
         /* a run that lasted past the longest backoff was healthy: start over from the base */
         attempt = (now - began > o->backoff_max_s) ? 1 : attempt + 1;
         double delay = hbm_run_backoff(o->backoff_s, attempt, o->backoff_max_s);
-        run_log(o, "restarting in %gs (restart %zu, budget %d)", delay, nrestarts + 1,
-                o->budget.max);
+        char win[32] = "";
+        if (!isinf(o->budget.window_s))
+            snprintf(win, sizeof win, " per %gs", o->budget.window_s);
+        run_log(o, "restarting in %gs (restart %zu of at most %d%s)", delay, nrestarts + 1,
+                o->budget.max, win);
         double until = hbm_now_mono() + delay;
         while (!s.stop_requested && hbm_now_mono() < until)
             run_wait_signal(&s, until - hbm_now_mono());

@@ -12,18 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "run_int.h"
+#include "hbm/doctor.h"
 #include "hbm/util.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 int run_parse_stat(const char *buf, size_t len, run_proc *p)
 {
@@ -305,23 +299,8 @@ int run_signal_proc(const run_proc *p, int sig)
         /* no identity to check (foreign /proc): the pid came from our own cgroup */
         return kill(p->pid, sig) == 0 ? 0 : 1;
     }
-    int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
-    if (fd < 0 && errno != ENOSYS)
-        return 1; /* ESRCH: gone */
-    run_proc now;
-    /* with the pidfd open the pid cannot be recycled under us; the start time says whether
-     * it is still the process we saw */
-    if (read_stat(p->pid, &now) < 0 || now.start != p->start) {
-        if (fd >= 0)
-            close(fd);
+    hbm_kill_outcome out;
+    if (hbm_doctor_kill_checked(p->pid, p->start, sig, &out, NULL, NULL) < 0)
         return 1;
-    }
-    int r;
-    if (fd >= 0) {
-        r = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
-        close(fd);
-    } else {
-        r = kill(p->pid, sig);
-    }
-    return r == 0 ? 0 : 1;
+    return out == HBM_KILL_SENT ? 0 : 1;
 }

@@ -24,7 +24,7 @@
 
 #include "hbm/watch.h"
 
-#define NOISE_MIN_RESIDUALS 15 /* residuals needed before steps are judged */
+#define NOISE_MIN_RESIDUALS 30 /* residuals needed before steps are judged */
 #define NOISE_DECAY 0.97      /* per sample: how fast the noise estimate may fall */
 #define RESID_PER_SIGMA 0.4897 /* median |x - centred median of 5| for unit normal noise */
 #define MED_RING (HBM_LEAK_HOLD_MAX + 2)
@@ -188,6 +188,7 @@ const hbm_leak_status *hbm_leak_add(hbm_leak *d, double t, int64_t bytes, int64_
     if (noise_step > (double)step)
         step = noise_step > 9e18 ? INT64_MAX / 4 : (int64_t)noise_step;
     st->step_bytes = step;
+    st->judging = d->nresid >= NOISE_MIN_RESIDUALS;
 
     if (d->nmed >= 2) {
         if (level - med_at(d, d->nmed - 1) >= step - step / 4) {
@@ -208,7 +209,7 @@ const hbm_leak_status *hbm_leak_add(hbm_leak *d, double t, int64_t bytes, int64_
         uint64_t start = d->nmed - d->p.hold + 1;
         bool jumped = d->jump_start > 0 && d->jump_start <= start &&
                       start - d->jump_start <= d->p.hold;
-        if (d->nresid >= NOISE_MIN_RESIDUALS && hi - lo <= step / 2)
+        if (st->judging && hi - lo <= step / 2)
             staircase(d, t, lo, step, jumped);
     }
 

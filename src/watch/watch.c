@@ -107,8 +107,8 @@ const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n)
 {
     const hbm_leak_status *st = &s->det.st;
     char g[32], lvl[32];
-    if (!st->ready) {
-        snprintf(buf, n, "warming up");
+    if (!st->ready || (!st->judging && !st->above)) {
+        snprintf(buf, n, "learning (%llu samples)", (unsigned long long)s->det.n);
     } else if (st->leak) {
         snprintf(buf, n, "LEAK: grew %s in %d steps that never returned",
                  hbm_fmt_size(g, sizeof g, st->growth), st->steps);
@@ -126,4 +126,28 @@ const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n)
             snprintf(buf + len, n - len, "; above threshold");
     }
     return buf;
+}
+
+int hbm_watch_parse_limit(const char *s, int64_t *bytes, double *ratio, hbm_err *err)
+{
+    *bytes = HBM_UNKNOWN;
+    *ratio = NAN;
+    if (!s || !*s)
+        return hbm_err_set(err, "empty memory limit: want 80%% or a size such as 60GiB");
+    size_t n = strlen(s);
+    bool has_unit = false;
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z'))
+            has_unit = true;
+    if (s[n - 1] == '%' || (!has_unit && strchr(s, '.'))) {
+        if (hbm_parse_ratio(s, ratio, err) < 0)
+            return hbm_err_prefix(err, "memory limit '%s'", s);
+        return 0;
+    }
+    if (!has_unit)
+        return hbm_err_set(err, "memory limit '%s': give a unit (60GiB) or a percentage (80%%)",
+                           s);
+    if (hbm_parse_size(s, bytes, err) < 0)
+        return hbm_err_prefix(err, "memory limit '%s'", s);
+    return 0;
 }

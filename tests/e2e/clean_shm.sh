@@ -32,12 +32,12 @@ echo '{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "
 dead=$("$HBM_BUILD/doc_shm" sysv-dead 65536)
 attached=$("$HBM_BUILD/doc_shm" sysv-dead 8192)
 pids+=("$("$HBM_BUILD/doc_shm" sysv-attach "$attached")")
-detached=$("$HBM_BUILD/doc_shm" sysv-detached 4096)
-pids+=("$(pgrep -n -f "doc_shm sysv-detached")")
+read -r detached creator < <("$HBM_BUILD/doc_shm" sysv-detached 4096)
+pids+=("$creator")
 pids+=("$("$HBM_BUILD/doc_shm" posix-map /dev/shm/hcclShareMem0)")
 pids+=("$("$HBM_BUILD/doc_shm" posix-open /dev/shm/sem.held)")
 : >/dev/shm/sem.stale
-head -c 900k /dev/zero >/dev/shm/big
+head -c 960k /dev/zero >/dev/shm/big
 sleep 600 3</dev/shm/big &
 pids+=($!)
 seg() { ipcs -m | awk -v id="$1" '$2 == id' | grep -c .; }
@@ -58,17 +58,33 @@ check "the dry run lists the unlink" grep -q "unlink /dev/shm/sem.stale" "$tmp/d
 check "nothing changed without --apply (segment)" [ "$(seg "$dead")" -eq 1 ]
 check "nothing changed without --apply (file)" [ -e /dev/shm/sem.stale ]
 
+# A process whose files and mappings cannot be read (some sandboxes' init) might hold any
+# object: then the object must be kept, with that reason.
+uninspectable=""
+for d in /proc/[0-9]*; do
+    if ! head -c1 "$d/maps" >/dev/null 2>&1 && [ -e "$d/maps" ]; then
+        uninspectable=${d#/proc/}; break
+    fi
+done
 "$HBMCTL" clean --backend dcmi --apply --yes >"$tmp/apply.txt"
-check "clean --apply exits 0" [ $? -eq 0 ]
+rc=$?
 check "the stale segment is removed" [ "$(seg "$dead")" -eq 0 ]
 check "the attached segment (creator dead) is kept" [ "$(seg "$attached")" -eq 1 ]
 check "the detached segment whose creator lives is kept" [ "$(seg "$detached")" -eq 1 ]
-check "the unheld /dev/shm object is removed" [ ! -e /dev/shm/sem.stale ]
+if [ -z "$uninspectable" ]; then
+    check "clean --apply exits 0" [ "$rc" -eq 0 ]
+    check "the unheld /dev/shm object is removed" [ ! -e /dev/shm/sem.stale ]
+else
+    echo "note: pid $uninspectable cannot be inspected here"
+    check "clean --apply exits 1 (an object was kept)" [ "$rc" -eq 1 ]
+    check "the unheld object is kept because pid $uninspectable cannot be inspected" \
+        grep -q "cannot inspect pid $uninspectable" "$tmp/apply.txt"
+fi
 check "the mapped /dev/shm object is kept" [ -e /dev/shm/hcclShareMem0 ]
 check "the open /dev/shm object is kept" [ -e /dev/shm/sem.held ]
 check "the held big file is kept" [ -e /dev/shm/big ]
-check "both removals are audited as done" \
-    [ "$(jq -s '[.[] | select(.event == "clean" and .outcome == "done")] | length' "$tmp/audit.jsonl")" -eq 2 ]
+check "every removal is audited as done" \
+    [ "$(jq -s '[.[] | select(.event == "clean" and .outcome == "done")] | length' "$tmp/audit.jsonl")" -eq "$([ -z "$uninspectable" ] && echo 2 || echo 1)" ]
 
 # The last check before acting: a segment that gets attached between the observation and
 # the action is kept (the plan is made, then a process attaches, then apply runs).

@@ -10,7 +10,7 @@ fi
 
 # Control: the zombie factory as PID 1 itself never reaps its adopted orphans, so the
 # check it makes must fail there; otherwise the real test below would prove nothing.
-unshare --pid --fork --mount-proc "$H/run_zombies" 3 >"$T/control" 2>&1
+unshare --pid --fork --mount-proc "$H/run_zombies" 3 2 >"$T/control" 2>&1
 [ $? = 1 ] || fail "control: zombies were not detected without a reaping init: $(cat "$T/control")"
 echo "ok: control: without a reaping PID 1 zombies stay ($(cat "$T/control"))"
 
@@ -23,8 +23,10 @@ echo "ok: hbmctl as PID 1 reaps orphaned zombies ($(cat "$T/out"))"
 # Signals: USR1, HUP, WINCH reach the child (forwarded), then TERM ends it with its status.
 LOG=$T/log.signals
 mark=$T/mark
+# job control, so the background job does not start with SIGINT and SIGQUIT ignored
+set -m
 unshare --pid --fork --mount-proc "$HBMCTL" run --grace 5s -- bash -c '
-    for s in USR1 HUP WINCH QUIT USR2; do trap "echo $s >>$0" $s; done
+    for s in USR1 HUP WINCH QUIT USR2 INT; do trap "echo $s >>$0" $s; done
     trap "echo TERM >>$0; exit 7" TERM
     echo ready >>$0
     while :; do sleep 0.05 & wait $!; done' "$mark" 2>"$LOG" &

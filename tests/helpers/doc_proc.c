@@ -5,21 +5,54 @@
  *   doc_proc zombie                a child exits and is never reaped; prints "ZOMBIE PARENT"
  *   doc_proc sleep                 a plain live process; prints its pid */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-static void detach_stdio(void)
+/* The shell waits for a command substitution's process to exit, so a process that must
+ * stay runs in a child: the caller's process prints what the child reports and exits. */
+static int report_fd = -1;
+
+static void background(void)
 {
-    fflush(stdout);
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    int p[2];
+    if (pipe(p) < 0)
+        exit(1);
+    pid_t c = fork();
+    if (c < 0)
+        exit(1);
+    if (c > 0) {
+        close(p[1]);
+        char buf[256];
+        ssize_t n = read(p[0], buf, sizeof buf - 1);
+        if (n <= 0)
+            exit(1);
+        fwrite(buf, 1, (size_t)n, stdout);
+        exit(0);
+    }
+    close(p[0]);
+    report_fd = p[1];
+}
+
+static void report(const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (write(report_fd, buf, (size_t)n) != n)
+        _exit(1);
+    close(report_fd);
 }
 
 static void linger(void)
 {
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+        _exit(1);
     alarm(300);
     for (;;)
         pause();
@@ -43,12 +76,14 @@ int main(int argc, char **argv)
             prctl(PR_SET_NAME, "VLLM::EngineCor");
             if (argc > 2 && strcmp(argv[2], "ignore-term") == 0)
                 signal(SIGTERM, SIG_IGN);
-            detach_stdio();
-            /* Tell the parent only once it is gone: then we are the orphan. */
+            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+                _exit(1);
             if (write(p[1], "r", 1) != 1)
                 _exit(1);
             close(p[1]);
-            linger();
+            alarm(300);
+            for (;;)
+                pause();
         }
         close(p[1]);
         char ch;
@@ -58,18 +93,18 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "zombie") == 0) {
+        background();
         pid_t c = fork();
         if (c < 0)
             return 1;
         if (c == 0)
             _exit(0);
-        printf("%d %d\n", (int)c, (int)getpid());
-        detach_stdio();
+        report("%d %d\n", (int)c, (int)getpid());
         linger();
     }
     if (strcmp(argv[1], "sleep") == 0) {
-        printf("%d\n", (int)getpid());
-        detach_stdio();
+        background();
+        report("%d\n", (int)getpid());
         linger();
     }
     fprintf(stderr, "doc_proc: unknown mode %s\n", argv[1]);

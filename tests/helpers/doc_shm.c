@@ -4,8 +4,9 @@
  *   doc_shm sysv-detached SIZE  create, attach, detach and stay: creator alive, nattch 0
  *   doc_shm posix-map PATH      create PATH (4 KiB), map it, close the fd and stay
  *   doc_shm posix-open PATH     create PATH and keep it open (no mapping)
- * Prints the segment id (sysv-dead, sysv-detached) or its own pid. */
+ * Prints the segment id (sysv-dead), "ID PID" (sysv-detached) or the staying pid. */
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,47 @@
 #include <sys/shm.h>
 #include <unistd.h>
 
+/* The shell waits for a command substitution's process to exit, so a process that must
+ * stay runs in a child: the caller's process prints what the child reports and exits. */
+static int report_fd = -1;
+
+static void background(void)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        exit(1);
+    pid_t c = fork();
+    if (c < 0)
+        exit(1);
+    if (c > 0) {
+        close(p[1]);
+        char buf[256];
+        ssize_t n = read(p[0], buf, sizeof buf - 1);
+        if (n <= 0)
+            exit(1);
+        fwrite(buf, 1, (size_t)n, stdout);
+        exit(0);
+    }
+    close(p[0]);
+    report_fd = p[1];
+}
+
+static void report(const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (write(report_fd, buf, (size_t)n) != n)
+        _exit(1);
+    close(report_fd);
+}
+
 static void linger(void)
 {
-    fflush(stdout);
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+        _exit(1);
     alarm(300);
     for (;;)
         pause();
@@ -31,31 +68,37 @@ int main(int argc, char **argv)
     }
     const char *m = argv[1];
     if (strcmp(m, "sysv-dead") == 0 || strcmp(m, "sysv-detached") == 0) {
+        if (strcmp(m, "sysv-detached") == 0)
+            background();
         int id = shmget(IPC_PRIVATE, (size_t)atol(argv[2]), IPC_CREAT | 0600);
         if (id < 0) {
             perror("shmget");
             return 1;
         }
-        printf("%d\n", id);
-        if (strcmp(m, "sysv-dead") == 0)
+        if (strcmp(m, "sysv-dead") == 0) {
+            printf("%d\n", id);
             return 0;
+        }
         void *a = shmat(id, NULL, 0);
         if (a == (void *)-1 || shmdt(a) < 0) {
             perror("shmat");
             return 1;
         }
+        report("%d %d\n", id, (int)getpid());
         linger();
     }
     if (strcmp(m, "sysv-attach") == 0) {
+        background();
         void *a = shmat(atoi(argv[2]), NULL, 0);
         if (a == (void *)-1) {
             perror("shmat");
             return 1;
         }
-        printf("%d\n", (int)getpid());
+        report("%d\n", (int)getpid());
         linger();
     }
     if (strcmp(m, "posix-map") == 0 || strcmp(m, "posix-open") == 0) {
+        background();
         int fd = open(argv[2], O_RDWR | O_CREAT, 0600);
         if (fd < 0 || ftruncate(fd, 4096) < 0) {
             perror(argv[2]);
@@ -69,7 +112,7 @@ int main(int argc, char **argv)
             }
             close(fd);
         }
-        printf("%d\n", (int)getpid());
+        report("%d\n", (int)getpid());
         linger();
     }
     fprintf(stderr, "doc_shm: unknown mode %s\n", m);

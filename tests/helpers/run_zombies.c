@@ -1,7 +1,7 @@
 /* A zombie factory for the PID 1 test: makes N orphans that exit after their parent did,
  * so they become zombies of whatever adopted them (init or a subreaper), then checks that
- * the adopter reaps them. Usage: run_zombies N. Exits 0 once no zombie is left in /proc
- * (polled for up to 10 s), 1 if some remain, printing what it saw. */
+ * the adopter reaps them. Usage: run_zombies N [SECONDS]. Exits 0 once no zombie is left in
+ * /proc (polled for up to SECONDS, default 10), 1 if some remain, printing what it saw. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +38,7 @@ static int count_zombies(void)
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 5;
+    int polls = (argc > 2 ? atoi(argv[2]) : 10) * 10;
     for (int i = 0; i < n; i++) {
         pid_t c = fork();
         if (c == 0) {
@@ -51,7 +52,7 @@ int main(int argc, char **argv)
     }
     usleep(400 * 1000);
     int z = -1;
-    for (int t = 0; t < 100; t++) {
+    for (int t = 0; t < polls; t++) {
         z = count_zombies();
         if (z == 0)
             break;

@@ -308,6 +308,62 @@ static void test_port_slip_from_the_log(void **state)
     hbm_explain_report_free(&rep);
 }
 
+/* More wordings from the research notes, one line each: id and one capture. */
+static void test_other_wordings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line, *id, *name, *text;
+    } cases[] = {
+        {"Cannot connect to host 127.0.0.1:8000 ssl:default [Connect call failed ('127.0.0.1', "
+         "8000)]", "connection_refused", "port", "8000"},
+        {"ValueError: The prompt (total length 25938) is too long to fit into the model (context "
+         "length 4096). Make sure that `max_model_len` is no smaller than the number of text "
+         "tokens plus multimodal tokens.", "prompt_exceeds_context", "prompt", "25938"},
+        {"Free memory on device cuda:N (120.52/287.98 GiB) \xe2\x80\xa6 is less than desired GPU "
+         "memory utilization", "vllm_startup_free_memory", "total", "287.98"},
+        {"RuntimeError: CUDA out of memory. Tried to allocate 16.00 GiB (GPU 0; 11.93 GiB total "
+         "capacity; 4.00 GiB already allocated; 7.33 GiB free; 179.00 KiB cached)", "cuda_oom",
+         "reserved", "179.00 KiB"},
+        {"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 23.65 "
+         "GiB total capacity; 10.01 GiB already allocated; 3.06 MiB free; 11.93 GiB allowed; "
+         "10.92 GiB reserved in total by PyTorch)", "cuda_oom", "allowed", "11.93 GiB"},
+        {"torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 MiB. GPU 0 has a "
+         "total capacity of 255.98 GiB of which 244.65 GiB is free. 1.05 GiB allowed; Of the "
+         "allocated memory 1017.01 MiB is allocated by PyTorch, with 17.00 MiB allocated in "
+         "private pools (e.g., HIP Graphs), and 54.99 MiB is reserved by PyTorch but unallocated.",
+         "cuda_oom", "unallocated", "54.99 MiB"},
+        {"torch.OutOfMemoryError: NPU out of memory. Tried to allocate 72.00 MiB (NPU 0; 61.27 GiB "
+         "total capacity; 56.05 GiB already allocated; 56.05 GiB current active; 5.04 MiB free; "
+         "58.39 GiB reserved in total by PyTorch).If reserved memory is >> allocated memory try "
+         "setting max_split_size_mb to avoid fragmentation.", "npu_oom", "reserved", "58.39 GiB"},
+        {"ValueError: This model's maximum context length is 16384 tokens. However, you requested "
+         "10000 output tokens and your prompt contains at least 112947 input tokens, for a total "
+         "of at least 122947 tokens.", "prompt_exceeds_context", "prompt", "112947"},
+        {"HCCL function error : hcclCommInitRootInfoConfig(...),error code is 1", "hccl_init_failed",
+         "code", "1"},
+        {"nvidia-container-cli: initialization error: nvml error: driver/library version "
+         "mismatch: unknown", "nvml_driver_mismatch", NULL, NULL},
+        {"Communication_Error_Get_Socket(EI0006): Getting socket times out.", "hccl_socket_timeout",
+         NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char log[2048];
+        snprintf(log, sizeof log, "%s\n", cases[i].line);
+        hbm_explain_report rep;
+        scan_text(log, strlen(log), &rep);
+        const hbm_explain_finding *f = find(&rep, cases[i].id);
+        if (!f)
+            fail_msg("case %zu: no %s", i, cases[i].id);
+        if (cases[i].name) {
+            const hbm_explain_num *n = hbm_explain_finding_num(f, cases[i].name);
+            if (!n || strcmp(n->text, cases[i].text) != 0)
+                fail_msg("case %zu: %s = %s", i, cases[i].name, n ? n->text : "(none)");
+        }
+        hbm_explain_report_free(&rep);
+    }
+}
+
 static void test_json_contract(void **state)
 {
     (void)state;
@@ -359,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_unknown_log_keeps_error_lines),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_port_slip_from_the_log),
+        cmocka_unit_test(test_other_wordings),
         cmocka_unit_test(test_json_contract),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -71,7 +71,7 @@ static void test_containers(void **state)
     /* recorded: device holders, wanted pids that exist, the server, the SysV creator and
      * the listener's owner; not init, kthreadd, the shell or a plain python script */
     static const int expect[] = {1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008,
-                                 1009, 1010, 1021, 1022, 1023, 1025};
+                                 1009, 1010, 1011, 1012, 1021, 1022, 1023, 1025};
     assert_int_equal(h.nprocs, sizeof expect / sizeof expect[0]);
     for (size_t i = 0; i < h.nprocs; i++)
         assert_int_equal(h.procs[i].pid, expect[i]);
@@ -143,6 +143,18 @@ static void test_containers(void **state)
     p = must_find(&h, 1010);
     assert_true(p->cgroup_gone); /* no directory under the cgroup2 mount */
     assert_string_equal(p->container_id, repeat("3d"));
+
+    p = must_find(&h, 1011); /* matched from the "/dev/" inside a driver container's path */
+    assert_int_equal(p->ndev_paths, 1);
+    assert_string_equal(p->dev_paths[0], "/run/nvidia/driver/dev/nvidia3");
+
+    p = must_find(&h, 1012); /* zombie leader: its live threads hold the device */
+    assert_int_equal(p->state, 'Z');
+    assert_int_equal(p->zombie_live_threads, 2);
+    assert_int_equal(p->ndev_paths, 1);
+    assert_string_equal(p->dev_paths[0], "/dev/davinci_manager");
+    assert_int_equal(must_find(&h, 1009)->zombie_live_threads, 0);
+    assert_int_equal(must_find(&h, 1022)->zombie_live_threads, 0);
 
     p = must_find(&h, 1021);
     assert_int_equal(p->ndev_paths, 0);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include <cmocka.h>
 
 #include "hbm/host.h"
+#include "hbm/procfs.h"
 #include "hbm/util.h"
 
 static pid_t kids[16];
@@ -71,10 +73,13 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Called in both parent and child after fork: only the parent records. */
 static pid_t track(pid_t pid)
 {
-    assert_true(pid > 0);
-    kids[nkids++] = pid;
+    if (pid < 0)
+        fail_msg("fork: %s", strerror(errno));
+    if (pid > 0)
+        kids[nkids++] = pid;
     return pid;
 }
 
@@ -123,8 +128,6 @@ static void test_sysv(void **state)
     assert_true(attached >= 0 && loose >= 0);
     shmids[nshm++] = attached;
     shmids[nshm++] = loose;
-    void *at = shmat(attached, NULL, 0);
-    assert_true(at != (void *)-1);
 
     /* a segment whose creator has exited */
     int pfd[2];
@@ -142,6 +145,9 @@ static void test_sysv(void **state)
     assert_true(orphan >= 0);
     shmids[nshm++] = orphan;
     waitpid(c, NULL, 0);
+    /* attached after the fork: a fork inherits attachments and its exit would become lpid */
+    void *at = shmat(attached, NULL, 0);
+    assert_true(at != (void *)-1);
 
     hbm_host h;
     scan(&h, NULL, 0);
@@ -194,6 +200,66 @@ static void test_zombie(void **state)
     assert_true(p->starttime > 0);
     assert_true(hbm_host_pid_matches(NULL, z, p->starttime));
     hbm_host_free(&h);
+}
+
+static void *hold_device(void *arg)
+{
+    (void)arg;
+    int fd = open(devpath, O_RDONLY);
+    (void)fd;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A leader that called pthread_exit reads as Z while a thread keeps the device open. */
+static void test_zombie_leader(void **state)
+{
+    (void)state;
+    pid_t c = track(fork());
+    if (c == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, hold_device, NULL) != 0)
+            _exit(1);
+        pthread_exit(NULL);
+    }
+    char stat[64];
+    snprintf(stat, sizeof stat, "/proc/%d/stat", c);
+    bool zombie = false;
+    for (int i = 0; i < 3000 && !zombie; i++) {
+        char buf[512] = "";
+        FILE *f = fopen(stat, "r");
+        if (f) {
+            (void)!fgets(buf, sizeof buf, f);
+            fclose(f);
+        }
+        char *close = strrchr(buf, ')');
+        zombie = close && close[1] == ' ' && close[2] == 'Z';
+        if (!zombie)
+            usleep(10000);
+    }
+    assert_true(zombie);
+    hbm_host h;
+    const hbm_hproc *p = NULL;
+    for (int i = 0; i < 300; i++) { /* until the thread has opened the file */
+        scan(&h, NULL, 0);
+        p = hbm_host_find(&h, c);
+        if (p && p->ndev_paths)
+            break;
+        hbm_host_free(&h);
+        p = NULL;
+        usleep(100000);
+    }
+    assert_non_null(p);
+    assert_int_equal(p->state, 'Z');
+    assert_int_equal(p->zombie_live_threads, 1);
+    assert_string_equal(p->dev_paths[0], devpath);
+    hbm_host_free(&h);
+    hbm_hproc one;
+    hbm_err err;
+    assert_int_equal(hbm_host_read_proc(NULL, c, &one, &err), 0);
+    assert_int_equal(one.zombie_live_threads, 1);
+    hbm_hproc_free(&one);
 }
 
 static void test_device_holder(void **state)
@@ -283,6 +349,20 @@ static void test_listener(void **state)
     assert_non_null(l);
     assert_int_equal(l->pid, c);
     assert_true(l->inode > 0);
+    /* the live scan may ask the kernel over netlink; /proc/net/tcp must say the same */
+    char *text;
+    size_t len;
+    hbm_err err;
+    assert_int_equal(hbm_read_file("/proc/net/tcp", 1 << 26, &text, &len, &err), 0);
+    hbm_listener *fl = NULL;
+    size_t nfl = 0;
+    assert_int_equal(hbm_procfs_parse_net_tcp(text, len, false, &fl, &nfl, &err), 0);
+    free(text);
+    bool same = false;
+    for (size_t i = 0; i < nfl; i++)
+        same |= fl[i].port == port && fl[i].inode == l->inode && !strcmp(fl[i].addr, l->addr);
+    free(fl);
+    assert_true(same);
     assert_non_null(hbm_host_find(&h, c)); /* a listener's owner is recorded */
     hbm_host_free(&h);
 }
@@ -412,6 +492,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sysv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zombie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zombie_leader, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devshm, setup, teardown),

@@ -127,12 +127,12 @@ static void test_hybrid_linear(void **state)
     /* full CUDA graphs need a state block per decode sequence (newest rules) */
     in.kv_cache_memory_bytes = 1LL << 30;
     in.max_model_len = 4096;
-    in.max_num_seqs = 256;
+    in.max_num_seqs = 512;
     run(&in, &r);
     assert_int_equal(r.num_blocks, (1LL << 30) / (272 * 1024) / 12);
     assert_false(r.fits);
     assert_string_equal(r.errors[0].kind, "mamba_blocks");
-    assert_non_null(strstr(r.errors[0].message, "max_num_seqs (256) exceeds available Mamba"));
+    assert_non_null(strstr(r.errors[0].message, "max_num_seqs (512) exceeds available Mamba cache blocks (321)"));
     hbm_plan_result_free(&r);
     in.enforce_eager = 1;
     run(&in, &r);

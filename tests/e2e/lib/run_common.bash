@@ -10,7 +10,12 @@ LOG=
 
 run_cleanup() {
     local f p st id
-    for p in "${BGPIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    for p in "${BGPIDS[@]}"; do
+        # an unshare'd hbmctl is the child of unshare: end it first (PID 1 takes its
+        # namespace down with it)
+        pkill -KILL -P "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
+    done
     for f in "$T"/pids.*; do
         [ -f "$f" ] || continue
         while read -r p st; do

@@ -1,0 +1,358 @@
+/* hbmctl probe: a health check for Kubernetes exec probes and scripts, in place of
+ * `npu-smi info | grep | awk`. Exit 0 healthy, 1 unhealthy, 2 could not check; one line
+ * that says why. The whole probe has a deadline, so a hung driver cannot hang it. */
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef HBM_HAVE_CURL
+#include <curl/curl.h>
+#endif
+
+#include "cli.h"
+#include "hbm/watch.h"
+
+#define MAX_DEVICES 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hbmctl probe [--max-mem PCT|SIZE] [--device ID]... [--url URL] [OPTIONS]\n\n"
+            "Checks device health, device memory against a limit and, optionally, that an\n"
+            "HTTP endpoint answers 2xx. Prints one line that says why. Meant for Kubernetes\n"
+            "exec probes:  livenessProbe: {exec: {command: [hbmctl, probe, --max-mem, 90%%,\n"
+            "--url, http://127.0.0.1:8000/health]}}\n\n"
+            "options:\n"
+            "  --max-mem PCT|SIZE  unhealthy when a checked device uses more (80%%, 0.8, "
+            "60GiB)\n"
+            "  --device ID         check only this device (logic id on Ascend, index on "
+            "NVIDIA);\n"
+            "                      repeat for several; default every device\n"
+            "  --url URL           unhealthy unless a GET answers 2xx within --timeout\n"
+            "  --timeout DUR       HTTP time limit (default 2s)\n"
+            "  --deadline DUR      give up on everything after this (default 10s): exit 2\n"
+            "  --no-devices        check only the URL (no driver query)\n"
+            "  --json              {\"status\", \"exit\", \"reason\", \"checks\": [...]}\n"
+            "  --snapshot FILE     check a snapshot instead of the live devices\n"
+            "  --backend NAME      auto, nvml, dcmi, npu-smi, snapshot (default auto)\n"
+            "  --root DIR          read /proc, /sys and /dev under DIR (tests; env "
+            "HBMCTL_ROOT)\n"
+            "  -h, --help          this text\n\n"
+            "exit: 0 healthy, 1 unhealthy, 2 could not check (no backend, unknown device,\n"
+            "      memory not reported, bad option, deadline passed)\n");
+}
+
+enum {
+    OPT_MAX_MEM = CLI_OPT_FIRST_FREE,
+    OPT_DEVICE,
+    OPT_URL,
+    OPT_TIMEOUT,
+    OPT_DEADLINE,
+    OPT_NO_DEVICES,
+};
+
+enum { PR_OK = 0, PR_BAD = 1, PR_UNKNOWN = 2 };
+
+typedef struct probe {
+    json_t *checks;  /* owned array */
+    int worst;       /* PR_* of the worst check: BAD beats UNKNOWN beats OK */
+    char first[600]; /* the reason of the first check that set worst */
+    char oks[600];   /* what passed, for the healthy line */
+} probe;
+
+static int rank(int r)
+{
+    return r == PR_BAD ? 2 : r == PR_UNKNOWN ? 1 : 0;
+}
+
+static void record(probe *p, const char *check, int result, json_t *extra, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void record(probe *p, const char *check, int result, json_t *extra, const char *fmt, ...)
+{
+    char why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    json_t *c = extra ? extra : json_object();
+    json_object_set_new(c, "check", json_string(check));
+    json_object_set_new(c, "ok", json_boolean(result == PR_OK));
+    json_object_set_new(c, "result",
+                        json_string(result == PR_OK    ? "healthy"
+                                    : result == PR_BAD ? "unhealthy"
+                                                      : "unknown"));
+    json_object_set_new(c, "detail", json_string(why));
+    json_array_append_new(p->checks, c);
+    if (rank(result) > rank(p->worst)) {
+        p->worst = result;
+        snprintf(p->first, sizeof p->first, "%s", why);
+    }
+    if (result == PR_OK) {
+        size_t len = strlen(p->oks);
+        if (len < sizeof p->oks - 3)
+            snprintf(p->oks + len, sizeof p->oks - len, "%s%s", len ? "; " : "", why);
+    }
+}
+
+static void on_deadline(int sig)
+{
+    (void)sig;
+    static const char msg[] = "hbmctl probe: could not check: deadline passed (driver or "
+                              "endpoint did not answer)\n";
+    ssize_t w = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(PR_UNKNOWN);
+}
+
+static void check_device(probe *p, const hbm_device *d, int64_t max_bytes, double max_ratio)
+{
+    int64_t id = hbm_device_user_id(d);
+    char sz_used[32], sz_total[32], sz_lim[32];
+    json_t *base = json_object();
+    json_object_set_new(base, "device", id >= 0 ? json_integer(id) : json_null());
+    json_object_set_new(base, "name", json_string(d->name));
+    if (!d->healthy || d->verdict == HBM_VERDICT_UNHEALTHY)
+        record(p, "health", PR_BAD, json_deep_copy(base), "device %lld (%s) health is %s",
+               (long long)id, d->name, d->health[0] ? d->health : "not OK");
+    else
+        record(p, "health", PR_OK, json_deep_copy(base), "device %lld health %s", (long long)id,
+               d->health[0] ? d->health : "OK");
+    if (max_bytes < 0 && !isfinite(max_ratio)) {
+        json_decref(base);
+        return;
+    }
+    json_t *c = json_deep_copy(base);
+    json_decref(base);
+    json_object_set_new(c, "memory_used_bytes",
+                        d->memory_used_bytes >= 0 ? json_integer(d->memory_used_bytes)
+                                                  : json_null());
+    json_object_set_new(c, "memory_total_bytes",
+                        d->memory_total_bytes >= 0 ? json_integer(d->memory_total_bytes)
+                                                   : json_null());
+    hbm_fmt_size(sz_used, sizeof sz_used, d->memory_used_bytes);
+    hbm_fmt_size(sz_total, sizeof sz_total, d->memory_total_bytes);
+    if (d->memory_used_bytes < 0) {
+        record(p, "max-mem", PR_UNKNOWN, c, "device %lld does not report its memory use",
+               (long long)id);
+        return;
+    }
+    if (isfinite(max_ratio)) {
+        if (d->memory_total_bytes <= 0) {
+            record(p, "max-mem", PR_UNKNOWN, c,
+                   "device %lld does not report its memory total; give --max-mem as a size",
+                   (long long)id);
+            return;
+        }
+        double r = (double)d->memory_used_bytes / (double)d->memory_total_bytes;
+        json_object_set_new(c, "used_ratio", json_real(r));
+        json_object_set_new(c, "limit_ratio", json_real(max_ratio));
+        record(p, "max-mem", r > max_ratio ? PR_BAD : PR_OK, c,
+               "device %lld memory %s of %s (%.0f%%) %s --max-mem %.0f%%", (long long)id,
+               sz_used, sz_total, r * 100, r > max_ratio ? "above" : "within", max_ratio * 100);
+        return;
+    }
+    hbm_fmt_size(sz_lim, sizeof sz_lim, max_bytes);
+    json_object_set_new(c, "limit_bytes", json_integer(max_bytes));
+    bool over = d->memory_used_bytes > max_bytes;
+    record(p, "max-mem", over ? PR_BAD : PR_OK, c, "device %lld memory %s of %s %s --max-mem %s",
+           (long long)id, sz_used, sz_total, over ? "above" : "within", sz_lim);
+}
+
+#ifdef HBM_HAVE_CURL
+static size_t discard(char *ptr, size_t size, size_t n, void *ud)
+{
+    (void)ptr;
+    (void)ud;
+    return size * n;
+}
+
+static void check_url(probe *p, const char *url, double timeout)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "url", json_string(url));
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        record(p, "http", PR_UNKNOWN, c, "libcurl did not initialise");
+        return;
+    }
+    CURL *h = curl_easy_init();
+    if (!h) {
+        curl_global_cleanup();
+        record(p, "http", PR_UNKNOWN, c, "libcurl did not initialise");
+        return;
+    }
+    char cerr[CURL_ERROR_SIZE] = "";
+    long ms = (long)ceil(timeout * 1000);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "hbmctl-probe/" HBM_VERSION);
+    /* A health endpoint is local: a cluster-wide proxy must not intercept loopback. */
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    double t0 = hbm_now_mono();
+    CURLcode rc = curl_easy_perform(h);
+    double took = hbm_now_mono() - t0;
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    curl_global_cleanup();
+    json_object_set_new(c, "seconds", json_real(took));
+    json_object_set_new(c, "status_code", code ? json_integer(code) : json_null());
+    if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL) {
+        record(p, "http", PR_UNKNOWN, c, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+        record(p, "http", PR_BAD, c, "%s: no answer within %.3gs", url, timeout);
+    } else if (rc != CURLE_OK) {
+        record(p, "http", PR_BAD, c, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
+    } else if (code < 200 || code > 299) {
+        record(p, "http", PR_BAD, c, "%s: HTTP %ld", url, code);
+    } else {
+        record(p, "http", PR_OK, c, "%s: HTTP %ld in %.0f ms", url, code, took * 1000);
+    }
+}
+#else
+static void check_url(probe *p, const char *url, double timeout)
+{
+    (void)timeout;
+    json_t *c = json_object();
+    json_object_set_new(c, "url", json_string(url));
+    record(p, "http", PR_UNKNOWN, c, "this build has no HTTP client (libcurl left out)");
+}
+#endif
+
+int cmd_probe(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        CLI_COMMON_LONGOPTS,
+        {"max-mem", required_argument, NULL, OPT_MAX_MEM},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"url", required_argument, NULL, OPT_URL},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"deadline", required_argument, NULL, OPT_DEADLINE},
+        {"no-devices", no_argument, NULL, OPT_NO_DEVICES},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    cli_common common;
+    cli_common_init(&common);
+    int64_t max_bytes = HBM_UNKNOWN;
+    double max_ratio = NAN, timeout = 2, deadline = 10;
+    int64_t devices[MAX_DEVICES];
+    size_t ndevices = 0;
+    const char *url = NULL;
+    bool no_devices = false;
+    hbm_err err = {{0}};
+    optind = 1;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (cli_common_opt(&common, opt, optarg))
+            continue;
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case OPT_MAX_MEM:
+            if (hbm_watch_parse_limit(optarg, &max_bytes, &max_ratio, &err) < 0) {
+                printf("hbmctl probe: could not check: --max-mem: %s\n", err.msg);
+                return PR_UNKNOWN;
+            }
+            break;
+        case OPT_DEVICE: {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            if (*end || end == optarg || v < 0 || ndevices == MAX_DEVICES) {
+                printf("hbmctl probe: could not check: --device %s: want a device id "
+                       "(logic id on Ascend, index on NVIDIA)\n", optarg);
+                return PR_UNKNOWN;
+            }
+            devices[ndevices++] = v;
+            break;
+        }
+        case OPT_URL:
+            url = optarg;
+            break;
+        case OPT_TIMEOUT:
+        case OPT_DEADLINE: {
+            double *dst = opt == OPT_TIMEOUT ? &timeout : &deadline;
+            if (hbm_parse_duration(optarg, dst, &err) < 0 || *dst <= 0) {
+                printf("hbmctl probe: could not check: --%s %s: %s\n",
+                       opt == OPT_TIMEOUT ? "timeout" : "deadline", optarg,
+                       err.msg[0] ? err.msg : "must be above 0");
+                return PR_UNKNOWN;
+            }
+            break;
+        }
+        case OPT_NO_DEVICES:
+            no_devices = true;
+            break;
+        default:
+            return cli_usage_error("probe");
+        }
+    }
+    if (optind < argc) {
+        printf("hbmctl probe: could not check: unexpected argument '%s'\n", argv[optind]);
+        return PR_UNKNOWN;
+    }
+    if (no_devices && !url) {
+        printf("hbmctl probe: could not check: --no-devices needs --url\n");
+        return PR_UNKNOWN;
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_deadline;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm((unsigned)ceil(deadline));
+
+    probe p = {.checks = json_array(), .worst = PR_OK};
+    if (!no_devices) {
+        hbm_obs obs;
+        hbm_obs_init(&obs);
+        common.src.no_host = true; /* health and memory come from the driver alone */
+        if (hbm_observe(&obs, &common.src, &err) < 0) {
+            record(&p, "devices", PR_UNKNOWN, NULL, "%s", err.msg);
+        } else if (obs.ndevs == 0) {
+            record(&p, "devices", PR_UNKNOWN, NULL, "no device found (backend %s)", obs.backend);
+        } else if (ndevices == 0) {
+            for (size_t i = 0; i < obs.ndevs; i++)
+                check_device(&p, &obs.devs[i], max_bytes, max_ratio);
+        } else {
+            for (size_t k = 0; k < ndevices; k++) {
+                hbm_device *d = hbm_obs_find_device(&obs, devices[k]);
+                if (!d)
+                    record(&p, "devices", PR_UNKNOWN, NULL,
+                           "device %lld not found (%zu device%s; ids are logic ids on Ascend, "
+                           "indexes on NVIDIA)",
+                           (long long)devices[k], obs.ndevs, obs.ndevs == 1 ? "" : "s");
+                else
+                    check_device(&p, d, max_bytes, max_ratio);
+            }
+        }
+        hbm_obs_free(&obs);
+    }
+    if (url)
+        check_url(&p, url, timeout);
+    alarm(0);
+
+    const char *word = p.worst == PR_OK ? "healthy" : p.worst == PR_BAD ? "unhealthy"
+                                                                      : "could not check";
+    const char *why = p.worst == PR_OK ? p.oks : p.first;
+    if (common.json) {
+        json_t *j = json_object();
+        json_object_set_new(j, "status", json_string(p.worst == PR_OK    ? "healthy"
+                                                     : p.worst == PR_BAD ? "unhealthy"
+                                                                        : "unknown"));
+        json_object_set_new(j, "exit", json_integer(p.worst));
+        json_object_set_new(j, "reason", json_string(why));
+        json_object_set_new(j, "checks", p.checks);
+        cli_json_out(j);
+    } else {
+        printf("hbmctl probe: %s: %s\n", word, why);
+        json_decref(p.checks);
+    }
+    return p.worst;
+}

@@ -1,0 +1,408 @@
+/* The full-screen view of `hbmctl watch` (ncurses): a device table with a memory history
+ * strip, the processes of the selected device, optional details, and leak and threshold
+ * events. Keys: q quit, s sort, up/down or digits pick a device, Enter details. */
+#ifdef HBM_HAVE_NCURSES
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <wchar.h>
+
+#include <ncurses.h>
+
+#include "watch_tui.h"
+
+enum sort_key { SORT_ID, SORT_USED, SORT_GROWTH, SORT_N };
+static const char *const sort_names[SORT_N] = {"id", "used", "growth"};
+
+typedef struct view {
+    int sort;
+    int64_t selected;     /* user id of the selected device, HBM_UNKNOWN none */
+    bool details;
+    bool utf8;
+    char digits[8];       /* digits typed to pick a device */
+    double digits_at;
+} view;
+
+static int64_t growth_of(const watch_ctx *c, const hbm_device *d)
+{
+    const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), HBM_UNKNOWN);
+    return s ? s->det.st.growth : 0;
+}
+
+/* Device indexes (into c->obs.devs) in display order. */
+static size_t ordered(const watch_ctx *c, const view *v, size_t *idx, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->obs.ndevs && n < cap; i++)
+        if (watch_wanted(c, &c->obs.devs[i]))
+            idx[n++] = i;
+    for (size_t i = 1; i < n; i++) {
+        size_t x = idx[i], j = i;
+        for (; j > 0; j--) {
+            const hbm_device *a = &c->obs.devs[idx[j - 1]], *b = &c->obs.devs[x];
+            bool after;
+            if (v->sort == SORT_USED)
+                after = a->memory_used_bytes < b->memory_used_bytes;
+            else if (v->sort == SORT_GROWTH)
+                after = growth_of(c, a) < growth_of(c, b);
+            else
+                after = hbm_device_user_id(a) > hbm_device_user_id(b);
+            if (!after)
+                break;
+            idx[j] = idx[j - 1];
+        }
+        idx[j] = x;
+    }
+    return n;
+}
+
+/* A history strip of `width` cells, newest on the right, scaled to the device total. */
+static void draw_strip(const hbm_watch_series *s, int64_t total, int y, int x, int width,
+                       bool utf8)
+{
+    static const wchar_t bars[] = L" \u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588";
+    static const char ascii[] = " .:-=+*#%@";
+    int64_t top = total;
+    for (size_t i = 0; top <= 0 && s && i < s->nhist; i++)
+        top = hbm_watch_hist_at(s, i) > top ? hbm_watch_hist_at(s, i) : top;
+    for (int k = 0; k < width; k++) {
+        size_t age = (size_t)(width - 1 - k);
+        int64_t v = s ? hbm_watch_hist_at(s, age) : HBM_UNKNOWN;
+        int level = 0;
+        if (v >= 0 && top > 0) {
+            double f = (double)v / (double)top;
+            level = (int)lround(f * 8);
+            level = level < 1 ? 1 : level > 8 ? 8 : level;
+        }
+        if (utf8) {
+            wchar_t cell[2] = {v < 0 ? L' ' : bars[level], L'\0'};
+            mvaddnwstr(y, x + k, cell, 1);
+        } else {
+            mvaddch(y, x + k, (chtype)(v < 0 ? ' ' : ascii[level]));
+        }
+    }
+}
+
+static void fmt_pct(char *buf, size_t n, const hbm_device *d)
+{
+    if (d->memory_used_bytes >= 0 && d->memory_total_bytes > 0)
+        snprintf(buf, n, "%3.0f%%",
+                 100.0 * (double)d->memory_used_bytes / (double)d->memory_total_bytes);
+    else
+        snprintf(buf, n, "   -");
+}
+
+static int verdict_pair(hbm_verdict v)
+{
+    switch (v) {
+    case HBM_VERDICT_FREE: return 1;
+    case HBM_VERDICT_BUSY: return 2;
+    case HBM_VERDICT_UNACCOUNTED: return 3;
+    case HBM_VERDICT_ORPHANED:
+    case HBM_VERDICT_UNHEALTHY: return 4;
+    default: return 0;
+    }
+}
+
+static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, int rows, int cols)
+{
+    char mem[32], desc[120];
+    int y = *row;
+    if (y >= rows - 2)
+        return;
+    attron(A_BOLD);
+    mvprintw(y++, 0, "processes on device %lld (%zu)%s", (long long)hbm_device_user_id(d),
+             d->nprocs, d->procs_truncated ? ", list may be cut (npu-smi shows 8)" : "");
+    attroff(A_BOLD);
+    if (y < rows - 2)
+        mvprintw(y++, 0, "%8s  %-16s %11s  %-12s %-9s %s", "PID", "NAME", "MEMORY", "CONTAINER",
+                 "STATE", "LEAK");
+    if (d->nprocs == 0 && y < rows - 2)
+        mvprintw(y++, 0, "  %s", d->procs_known ? "no process" : "the source lists no processes");
+    for (size_t i = 0; i < d->nprocs && y < rows - 2; i++) {
+        const hbm_dproc *p = &d->procs[i];
+        const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), p->pid);
+        char line[512];
+        snprintf(line, sizeof line, "%8lld  %-16.16s %11s  %-12.12s %-9s %s", (long long)p->pid,
+                 p->name[0] ? p->name : "-", cli_size(mem, sizeof mem, p->memory_bytes),
+                 p->container[0] ? p->container : "-", hbm_pid_state_name(p->state),
+                 s ? hbm_watch_describe(s, desc, sizeof desc) : "-");
+        if (s && s->det.st.leak)
+            attron(COLOR_PAIR(4) | A_BOLD);
+        mvaddnstr(y++, 0, line, cols);
+        if (s && s->det.st.leak)
+            attroff(COLOR_PAIR(4) | A_BOLD);
+    }
+    *row = y + 1;
+}
+
+static void draw_details(const watch_ctx *c, const hbm_device *d, int *row, int rows, int cols)
+{
+    const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), HBM_UNKNOWN);
+    char a[32], b[32], e[32], f[32];
+    char lines[6][400];
+    char ids[3][24];
+    int64_t idv[3] = {d->index, d->chip, d->logic_id};
+    for (int i = 0; i < 3; i++) {
+        if (idv[i] < 0)
+            snprintf(ids[i], sizeof ids[i], "-");
+        else
+            snprintf(ids[i], sizeof ids[i], "%lld", (long long)idv[i]);
+    }
+    int n = 0;
+    snprintf(lines[n++], sizeof lines[0], "device %lld  index %s  chip %s  logic %s  bus %s  health %s",
+             (long long)hbm_device_user_id(d), ids[0], ids[1], ids[2],
+             d->bus_id[0] ? d->bus_id : "-", d->health[0] ? d->health : "-");
+    snprintf(lines[n++], sizeof lines[0], "power %s W  temperature %s C  utilisation %s",
+             isfinite(d->power_watts) ? (snprintf(a, sizeof a, "%.1f", d->power_watts), a) : "-",
+             isfinite(d->temperature_celsius)
+                 ? (snprintf(b, sizeof b, "%.0f", d->temperature_celsius), b)
+                 : "-",
+             isfinite(d->utilization_ratio)
+                 ? (snprintf(e, sizeof e, "%.0f%%", d->utilization_ratio * 100), e)
+                 : "-");
+    snprintf(lines[n++], sizeof lines[0], "verdict %s: %s", hbm_verdict_name(d->verdict),
+             d->reason[0] ? d->reason : "-");
+    if (s && s->det.st.ready) {
+        const hbm_leak_status *st = &s->det.st;
+        snprintf(lines[n++], sizeof lines[0],
+                 "leak detector: level %s  base %s  steps %d  step size %s  noise %s",
+                 cli_size(a, sizeof a, st->level), cli_size(b, sizeof b, st->base), st->steps,
+                 cli_size(e, sizeof e, st->step_bytes),
+                 cli_size(f, sizeof f, isfinite(st->noise_bytes) ? (int64_t)st->noise_bytes
+                                                                 : HBM_UNKNOWN));
+    }
+    for (int i = 0; i < n && *row < rows - 2; i++)
+        mvaddnstr((*row)++, 0, lines[i], cols);
+    (*row)++;
+}
+
+static void draw(const watch_ctx *c, view *v)
+{
+    erase();
+    int rows, cols;
+    getmaxyx(stdscr, rows, cols);
+    char when[32];
+    time_t t = (time_t)hbm_now_wall();
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(when, sizeof when, "%H:%M:%S", &tm);
+    char head[400];
+    snprintf(head, sizeof head, "hbmctl watch  %s  %s  every %.3gs  sample %ld  sort: %s",
+             c->have_obs ? c->obs.hostname : "", c->have_obs ? c->obs.backend : "", c->interval,
+             c->samples, sort_names[v->sort]);
+    attron(A_BOLD);
+    mvaddnstr(0, 0, head, cols);
+    attroff(A_BOLD);
+    mvaddnstr(0, cols - 9 > 0 ? cols - 9 : 0, when, cols > 9 ? 9 : cols);
+    int row = 1;
+    if (c->error[0]) {
+        attron(COLOR_PAIR(4));
+        mvaddnstr(row++, 0, c->error, cols);
+        attroff(COLOR_PAIR(4));
+    }
+    row++;
+    size_t idx[256];
+    size_t n = c->have_obs ? ordered(c, v, idx, 256) : 0;
+    if (n && v->selected == HBM_UNKNOWN)
+        v->selected = hbm_device_user_id(&c->obs.devs[idx[0]]);
+    const int fixed = 4 + 1 + 12 + 1 + 23 + 1 + 4 + 1 + 11 + 1 + 22 + 1;
+    int strip = cols - fixed;
+    char hdr[400];
+    snprintf(hdr, sizeof hdr, "%4s %-12s %23s %4s %-11s %-22s %s", "ID", "NAME", "USED / TOTAL",
+             "%", "VERDICT", "LEAK", strip >= 8 ? "HISTORY" : "");
+    attron(A_UNDERLINE);
+    mvaddnstr(row++, 0, hdr, cols);
+    attroff(A_UNDERLINE);
+    const hbm_device *sel = NULL;
+    for (size_t k = 0; k < n && row < rows - 2; k++) {
+        const hbm_device *d = &c->obs.devs[idx[k]];
+        int64_t id = hbm_device_user_id(d);
+        const hbm_watch_series *s = hbm_watch_find(&c->w, id, HBM_UNKNOWN);
+        char used[32], total[32], pair[64], pct[8], desc[160];
+        snprintf(pair, sizeof pair, "%s / %s", cli_size(used, sizeof used, d->memory_used_bytes),
+                 cli_size(total, sizeof total, d->memory_total_bytes));
+        fmt_pct(pct, sizeof pct, d);
+        bool is_sel = id == v->selected;
+        if (is_sel)
+            sel = d;
+        char line[400];
+        snprintf(line, sizeof line, "%4lld %-12.12s %23s %4s ", (long long)id,
+                 d->name[0] ? d->name : "-", pair, pct);
+        if (is_sel)
+            attron(A_REVERSE);
+        mvaddnstr(row, 0, line, cols);
+        if (is_sel)
+            attroff(A_REVERSE);
+        int x = (int)strlen(line);
+        if (x < cols) {
+            attron(COLOR_PAIR(verdict_pair(d->verdict)) | A_BOLD);
+            mvaddnstr(row, x, hbm_verdict_name(d->verdict), cols - x);
+            attroff(COLOR_PAIR(verdict_pair(d->verdict)) | A_BOLD);
+        }
+        x += 12;
+        if (x < cols) {
+            bool leak = s && s->det.st.leak;
+            if (leak)
+                attron(COLOR_PAIR(4) | A_BOLD);
+            snprintf(line, sizeof line, "%-22.22s", s ? hbm_watch_describe(s, desc, sizeof desc)
+                                                      : "-");
+            mvaddnstr(row, x, line, cols - x);
+            if (leak)
+                attroff(COLOR_PAIR(4) | A_BOLD);
+        }
+        x += 23;
+        if (strip >= 8)
+            draw_strip(s, d->memory_total_bytes, row, x, strip, v->utf8);
+        row++;
+    }
+    if (c->have_obs && n == 0 && row < rows - 2)
+        mvaddnstr(row++, 0, "no device to show", cols);
+    row++;
+    if (sel && v->details)
+        draw_details(c, sel, &row, rows, cols);
+    if (sel)
+        draw_processes(c, sel, &row, rows, cols);
+    /* Events, newest last, above the key line. */
+    int shown = rows - 2 - row;
+    shown = shown < 0 ? 0 : shown > (int)c->nevents ? (int)c->nevents : shown;
+    int first = rows - 2 - shown;
+    for (size_t i = c->nevents - (size_t)shown; i < c->nevents; i++) {
+        bool leak = strstr(c->events[i], "LEAK") != NULL;
+        if (leak)
+            attron(COLOR_PAIR(4) | A_BOLD);
+        mvaddnstr(first++, 0, c->events[i], cols);
+        if (leak)
+            attroff(COLOR_PAIR(4) | A_BOLD);
+    }
+    attron(A_REVERSE);
+    mvaddnstr(rows - 1, 0,
+              " q quit  s sort  up/down or digits pick a device  Enter details ", cols);
+    attroff(A_REVERSE);
+    refresh();
+}
+
+static void move_selection(const watch_ctx *c, view *v, int delta)
+{
+    size_t idx[256];
+    size_t n = c->have_obs ? ordered(c, v, idx, 256) : 0;
+    if (n == 0)
+        return;
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++)
+        if (hbm_device_user_id(&c->obs.devs[idx[k]]) == v->selected)
+            at = k;
+    long next = (long)at + delta;
+    next = next < 0 ? 0 : next >= (long)n ? (long)n - 1 : next;
+    v->selected = hbm_device_user_id(&c->obs.devs[idx[next]]);
+}
+
+/* Digits typed within 1.5 s of each other form one id; a known id is selected at once. */
+static void pick_digit(const watch_ctx *c, view *v, int ch)
+{
+    double now = hbm_now_mono();
+    size_t len = strlen(v->digits);
+    if (now - v->digits_at > 1.5 || len + 1 >= sizeof v->digits)
+        len = 0;
+    v->digits[len] = (char)ch;
+    v->digits[len + 1] = '\0';
+    v->digits_at = now;
+    int64_t id = strtoll(v->digits, NULL, 10);
+    if (c->have_obs && hbm_obs_find_device((hbm_obs *)&c->obs, id)) {
+        v->selected = id;
+    } else if (len > 0) {
+        /* Not an id as typed: start again from this digit. */
+        v->digits[0] = (char)ch;
+        v->digits[1] = '\0';
+        id = ch - '0';
+        if (c->have_obs && hbm_obs_find_device((hbm_obs *)&c->obs, id))
+            v->selected = id;
+    }
+}
+
+int watch_tui_run(watch_ctx *c)
+{
+    setlocale(LC_ALL, "");
+    view v = {.selected = HBM_UNKNOWN};
+    v.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+    if (watch_sample(c) < 0) {
+        cli_errorf("%s", c->error);
+        return CLI_EXIT_ERROR;
+    }
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    if (has_colors() && cli_color(stdout)) {
+        start_color();
+        use_default_colors();
+        init_pair(1, COLOR_GREEN, -1);
+        init_pair(2, COLOR_YELLOW, -1);
+        init_pair(3, COLOR_MAGENTA, -1);
+        init_pair(4, COLOR_RED, -1);
+    }
+    timeout(100);
+    double next = hbm_now_mono() + c->interval;
+    bool quit = false;
+    draw(c, &v);
+    while (!quit) {
+        int ch = getch();
+        bool redraw = false;
+        switch (ch) {
+        case 'q':
+        case 'Q':
+            quit = true;
+            break;
+        case 's':
+        case 'S':
+            v.sort = (v.sort + 1) % SORT_N;
+            redraw = true;
+            break;
+        case KEY_UP:
+        case 'k':
+            move_selection(c, &v, -1);
+            redraw = true;
+            break;
+        case KEY_DOWN:
+        case 'j':
+            move_selection(c, &v, 1);
+            redraw = true;
+            break;
+        case '\n':
+        case '\r':
+        case KEY_ENTER:
+            v.details = !v.details;
+            redraw = true;
+            break;
+        case KEY_RESIZE:
+            redraw = true;
+            break;
+        default:
+            if (ch >= '0' && ch <= '9') {
+                pick_digit(c, &v, ch);
+                redraw = true;
+            }
+            break;
+        }
+        if (quit)
+            break;
+        if (hbm_now_mono() >= next) {
+            watch_sample(c);
+            next += c->interval;
+            if (next < hbm_now_mono())
+                next = hbm_now_mono() + c->interval;
+            redraw = true;
+            if (c->count > 0 && c->samples >= c->count)
+                quit = true;
+        }
+        if (redraw)
+            draw(c, &v);
+    }
+    endwin();
+    return c->leak_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+}
+#endif

@@ -1,0 +1,44 @@
+/* State shared by `hbmctl watch` (cmd_watch.c: sampling, plain and JSON output) and its
+ * full-screen view (watch_tui.c). */
+#ifndef HBM_CLI_WATCH_TUI_H
+#define HBM_CLI_WATCH_TUI_H
+
+#include <stdbool.h>
+
+#include "cli.h"
+#include "hbm/watch.h"
+
+#define WATCH_MAX_ONLY 64
+#define WATCH_EVENTS 8 /* leak and threshold messages kept for the view */
+
+typedef struct watch_ctx {
+    cli_common common;
+    double interval;        /* seconds between samples */
+    long count;             /* samples to take; 0 = until stopped */
+    int64_t only[WATCH_MAX_ONLY]; /* --device filter (user ids) */
+    size_t nonly;
+    hbm_watch w;            /* owned */
+    hbm_obs obs;            /* owned; the latest observation */
+    bool have_obs;
+    char error[1024];       /* why the latest observation failed ("" when it did not) */
+    long samples;
+    double started;         /* wall clock of the first sample */
+    bool leak_seen;         /* a leak was reported during this run (exit 1) */
+    char events[WATCH_EVENTS][200]; /* newest last */
+    size_t nevents;
+    unsigned long events_total; /* events ever added */
+    unsigned long events_shown; /* events_total when output last showed them */
+} watch_ctx;
+
+/* Observes once, feeds the detectors and records event messages. Returns 0, or -1 when the
+ * observation failed (error says why; the previous observation is kept). */
+int watch_sample(watch_ctx *c);
+
+/* True when the device passes the --device filter. */
+bool watch_wanted(const watch_ctx *c, const hbm_device *d);
+
+/* The full-screen view (builds with ncurses only); returns the exit code. Needs a
+ * terminal on stdin and stdout. */
+int watch_tui_run(watch_ctx *c);
+
+#endif

@@ -1,0 +1,83 @@
+#!/bin/bash
+# --preflight refuses a launch that vLLM's start-up check would refuse, with the planner's
+# message, before anything starts (exit 125): the seed 000 case, a 14B bf16 model on a
+# 43.24 GiB device of which another process holds 26.66 GiB, --gpu-memory-utilization 0.85.
+# Then the same launch on the freed device starts.
+. "$(dirname "$0")/lib/run_common.bash"
+: "${HBM_FAKES:?HBM_FAKES must name the fake driver directory}"
+: "${HBM_SRC:?}"
+
+model=$T/model
+mkdir -p "$model"
+# Qwen2.5-14B's config (XiYanSQL-QwenCoder-14B is a fine-tune of it), as stored in research
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["qwen2_5_14b_base_read"]
+json.dump(d, open(sys.argv[2], "w"))' \
+    "$HBM_SRC/../shared/research/model-configs/XiYanSQL-QwenCoder-14B.json" "$model/config.json" 2>/dev/null ||
+cat >"$model/config.json" <<'JSON'
+{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120,
+ "intermediate_size": 13824, "num_hidden_layers": 48, "num_attention_heads": 40,
+ "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "max_position_embeddings": 131072, "sliding_window": 131072,
+ "use_sliding_window": false, "rope_theta": 1000000.0}
+JSON
+
+sleep 600 &
+holder=$!
+BGPIDS+=("$holder")
+
+# 43.24 GiB total, 16.58 GiB free, the rest held by $holder
+dcmi_scenario() { # USED_MB PROCESSES_JSON
+    cat >"$T/dcmi.json" <<JSON
+{"driver_version": "24.1.rc2", "cards": [{"card_id": 0, "chips": [
+ {"logic_id": 0, "phy_id": 0, "name": "310P3", "health": 0, "temperature": 40,
+  "power_dw": 300, "aicore_util": 0, "bus_id": "0000:01:00.0",
+  "memory": {"total_mb": 44278, "available_mb": $((44278 - $1)), "hugepagesize_kb": 2048,
+             "hugepages_total": 0, "hugepages_free": 0},
+  "processes": $2}]}]}
+JSON
+}
+nvml_scenario() { # USED_BYTES PROCESSES_JSON
+    cat >"$T/nvml.json" <<JSON
+{"driver_version": "550.54.15", "devices": [
+ {"name": "NVIDIA A40", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
+  "memory_total": 46428596470, "memory_used": $1, "utilization_gpu": 0, "compute": $2}]}
+JSON
+}
+
+check() { # BACKEND
+    local be=$1
+    LOG=$T/log.$be
+    "$HBMCTL" run --backend "$be" --preflight "$model" -- \
+        vllm serve "$model" --gpu-memory-utilization 0.85 --max-model-len 8192 \
+        >"$T/out" 2>"$LOG"
+    local rc=$?
+    [ "$rc" = 125 ] || fail "$be: exit $rc, expected 125 (preflight refusal)"
+    grep -q '16\.58/43\.24 GiB' "$LOG" || fail "$be: the refusal does not show 16.58/43.24 GiB"
+    grep -q '0\.85, 36\.75 GiB' "$LOG" || fail "$be: the refusal does not show (0.85, 36.75 GiB)"
+    grep -q "$holder" "$LOG" || fail "$be: the refusal does not name the holder pid $holder"
+    grep -q 'started' "$LOG" && fail "$be: something was started despite the refusal"
+    echo "ok: $be: preflight refuses with vLLM's numbers: $(grep -o 'Free memory[^)]*)[^)]*)' "$LOG" | head -n1)"
+}
+
+export HBMCTL_DCMI_LIB=$HBM_FAKES/libdcmi.so HBM_FAKE_DCMI_SCENARIO=$T/dcmi.json
+dcmi_scenario 27300 "[{\"pid\": $holder, \"memory\": $((27300 * 1024 * 1024))}]"
+check dcmi
+export HBMCTL_NVML_LIB=$HBM_FAKES/libnvidia-ml.so.1 HBM_FAKE_NVML_SCENARIO=$T/nvml.json
+nvml_scenario 28625957028 "[{\"pid\": $holder, \"used_memory\": 28000000000}]"
+check nvml
+
+# the holder gone, the device idle: the same launch passes the preflight and starts
+# (a stand-in for vllm that checks it got the flags)
+nvml_scenario 536870912 "[]"
+mkdir -p "$T/bin"
+printf '#!/bin/sh\ncase "$*" in *"--gpu-memory-utilization 0.85"*) exit 0;; esac\nexit 9\n' >"$T/bin/vllm"
+chmod +x "$T/bin/vllm"
+LOG=$T/log.fits
+PATH=$T/bin:$PATH "$HBMCTL" run --backend nvml --preflight "$model" -- \
+    vllm serve "$model" --gpu-memory-utilization 0.85 --max-model-len 8192 2>"$LOG"
+rc=$?
+[ "$rc" = 0 ] || fail "fits: exit $rc, expected 0 (the launch fits once the device is free)"
+grep -q 'preflight: ' "$LOG" || fail "fits: no preflight line"
+echo "ok: on a free device the preflight passes and the command runs"

@@ -46,6 +46,10 @@ static const char *fmt_id(char *buf, size_t n, int64_t v)
 /* Wraps text at width, indenting continuation lines. */
 static void print_wrapped(const char *prefix, const char *text, int width)
 {
+    while (*prefix == '\n') {
+        putchar('\n');
+        prefix++;
+    }
     int indent = (int)strlen(prefix);
     printf("%s", prefix);
     int col = indent;

@@ -410,6 +410,12 @@ static int read_int_field(rd *r, const json_t *o, const char *k, int *out)
     return 0;
 }
 
+static int cmp_hproc_pid(const void *a, const void *b)
+{
+    int x = ((const hbm_hproc *)a)->pid, y = ((const hbm_hproc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
 static int read_host(rd *r, const json_t *o, hbm_host *h)
 {
     if (!json_is_object(o))
@@ -481,6 +487,9 @@ static int read_host(rd *r, const json_t *o, hbm_host *h)
             }
         }
     }
+    /* hbm_host_find searches by pid: a hand-written snapshot may list holders in any order. */
+    if (h->nprocs > 1)
+        qsort(h->procs, h->nprocs, sizeof *h->procs, cmp_hproc_pid);
     if (get_array(r, o, "sysv_shm", &a) < 0)
         return -1;
     if (a) {

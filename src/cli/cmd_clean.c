@@ -25,6 +25,8 @@ static void usage(FILE *f)
             "  --apply            perform the actions (asks first on a terminal)\n"
             "  -y, --yes          do not ask\n"
             "  --grace DURATION   SIGTERM to SIGKILL (default 10s)\n"
+            "  --settle DURATION  how long to wait for the driver to release memory before\n"
+            "                     reporting it (default 5s)\n"
             "  --pid PID          also end this device holder (repeatable; allows a process\n"
             "                     in a running container)\n"
             "  --audit-log FILE   audit log (default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH
@@ -50,6 +52,31 @@ static json_t *steps_json(const hbm_clean_plan *p)
         json_array_append_new(a, o);
     }
     return a;
+}
+
+/* True when every device on which a process was ended shows less memory than before. */
+static bool settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++) {
+        const hbm_clean_step *s = &plan->steps[i];
+        if (!s->done || s->action.kind != HBM_ACT_KILL)
+            continue;
+        for (size_t d = 0; d < before->ndevs; d++) {
+            const hbm_device *b = &before->devs[d];
+            bool listed = false;
+            for (size_t k = 0; k < b->nprocs; k++)
+                listed |= b->procs[k].pid == s->action.pid;
+            if (!listed)
+                continue;
+            for (size_t e = 0; e < after->ndevs; e++) {
+                const hbm_device *a = &after->devs[e];
+                if (a->vendor == b->vendor && a->index == b->index && a->chip == b->chip &&
+                    a->memory_used_bytes >= b->memory_used_bytes)
+                    return false;
+            }
+        }
+    }
+    return true;
 }
 
 static bool ask(void)
@@ -103,12 +130,14 @@ int cmd_clean(int argc, char **argv)
     hbm_clean_opts copts = {.grace_s = 10.0};
     int *pids = NULL;
     size_t npids = 0;
-    enum { OPT_APPLY = CLI_OPT_FIRST_FREE, OPT_GRACE, OPT_PID, OPT_AUDIT };
+    double settle = 5.0;
+    enum { OPT_APPLY = CLI_OPT_FIRST_FREE, OPT_GRACE, OPT_PID, OPT_AUDIT, OPT_SETTLE };
     static const struct option longopts[] = {
         CLI_COMMON_LONGOPTS,
         {"apply", no_argument, NULL, OPT_APPLY},
         {"yes", no_argument, NULL, 'y'},
         {"grace", required_argument, NULL, OPT_GRACE},
+        {"settle", required_argument, NULL, OPT_SETTLE},
         {"pid", required_argument, NULL, OPT_PID},
         {"audit-log", required_argument, NULL, OPT_AUDIT},
         {"help", no_argument, NULL, 'h'},
@@ -132,6 +161,12 @@ int cmd_clean(int argc, char **argv)
         case OPT_GRACE:
             if (hbm_parse_duration(optarg, &copts.grace_s, &err) < 0) {
                 cli_errorf("--grace: %s", err.msg);
+                goto out;
+            }
+            break;
+        case OPT_SETTLE:
+            if (hbm_parse_duration(optarg, &settle, &err) < 0) {
+                cli_errorf("--settle: %s", err.msg);
                 goto out;
             }
             break;
@@ -219,10 +254,19 @@ int cmd_clean(int argc, char **argv)
                 cli_wrap(stdout, label, 28, s->result);
             }
         }
-        /* Observe again: what the device shows now. */
+        /* Observe again: what the device shows now. Drivers free memory asynchronously
+         * after a process exits, so look again for up to --settle until every device a
+         * process was ended on shows less memory. */
         hbm_obs after;
         json_t *rel = NULL;
-        if (hbm_observe(&after, &c.src, &err) == 0) {
+        double until = hbm_now_mono() + settle;
+        int orc;
+        while ((orc = hbm_observe(&after, &c.src, &err)) == 0 && hbm_now_mono() < until &&
+               !settled(&obs, &after, &plan)) {
+            hbm_obs_free(&after);
+            usleep(500 * 1000);
+        }
+        if (orc == 0) {
             if (!c.json)
                 printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE",
                        "BEFORE", "AFTER", "RELEASED");

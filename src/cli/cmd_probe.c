@@ -91,9 +91,17 @@ static void record(probe *p, const char *check, int result, json_t *extra, const
         snprintf(p->first, sizeof p->first, "%s", why);
     }
     if (result == PR_OK) {
+        /* Append "; why", cut at the buffer's end. */
         size_t len = strlen(p->oks);
-        if (len < sizeof p->oks - 3)
-            snprintf(p->oks + len, sizeof p->oks - len, "%s%s", len ? "; " : "", why);
+        const char *parts[2] = {len ? "; " : "", why};
+        for (int i = 0; i < 2; i++) {
+            size_t n = strlen(parts[i]);
+            if (n > sizeof p->oks - 1 - len)
+                n = sizeof p->oks - 1 - len;
+            memcpy(p->oks + len, parts[i], n);
+            len += n;
+        }
+        p->oks[len] = '\0';
     }
 }
 

@@ -199,7 +199,7 @@ static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
     return code;
 }
 
-static int pick_devices(cli_common *cc, size_t count, const int64_t *ids, size_t nids,
+static int pick_devices(size_t count, const int64_t *ids, size_t nids,
                         const char *lease_name, hbm_obs *obs, hbm_pick_result *pick)
 {
     hbm_pick_opts po = {0};
@@ -220,7 +220,6 @@ static int pick_devices(cli_common *cc, size_t count, const int64_t *ids, size_t
                     pick->refused[i].why);
         return HBM_RUN_EXIT_FAILED;
     }
-    (void)cc;
     for (size_t i = 0; i < pick->n; i++)
         if (pick->lease_fds && pick->lease_fds[i] >= 0)
             fcntl(pick->lease_fds[i], F_SETFD, FD_CLOEXEC); /* the tree must not keep it */
@@ -382,7 +381,7 @@ int cmd_run(int argc, char **argv)
         have_obs = true;
     }
     if (devices) {
-        code = pick_devices(&cc, count, ids, nids, lease_name, &obs, &pick);
+        code = pick_devices(count, ids, nids, lease_name, &obs, &pick);
         if (code)
             goto out;
     }

@@ -398,6 +398,8 @@ int cmd_watch(int argc, char **argv)
     if (!plain && !c.common.json && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
         rc = watch_tui_run(&c);
     else
+#else
+    (void)plain; /* no full-screen view in this build: always lines */
 #endif
         rc = run_lines(&c);
     if (c.have_obs)

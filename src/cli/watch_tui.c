@@ -143,7 +143,7 @@ static void draw_details(const watch_ctx *c, const hbm_device *d, int *row, int 
 {
     const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), HBM_UNKNOWN);
     char a[32], b[32], e[32], f[32];
-    char lines[6][400];
+    char lines[6][512];
     char ids[3][24];
     int64_t idv[3] = {d->index, d->chip, d->logic_id};
     for (int i = 0; i < 3; i++) {

@@ -61,7 +61,7 @@ int lease_proc_starttime(int pid, uint64_t *starttime, char *state)
     return 0;
 }
 
-static int mkdir_p(const char *dir, hbm_err *err)
+int lease_mkdir_p(const char *dir, hbm_err *err)
 {
     char *tmp = hbm_xstrdup(dir);
     for (char *p = tmp + 1; *p; p++) {
@@ -167,7 +167,7 @@ int hbm_lease_acquire(const char *dir, const char *name, int64_t device, int *fd
                            HBM_LEASE_NAME_MAX - 1);
     if (device < 0)
         return hbm_err_set(err, "device has no id to lease");
-    if (mkdir_p(dir, err) < 0)
+    if (lease_mkdir_p(dir, err) < 0)
         return -1;
     char path[512];
     lease_path(path, sizeof path, dir, device);

@@ -1,12 +1,17 @@
 /* pick: N FREE devices, one interconnect domain and fewest hops first, optionally leased. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hbm/lease.h"
 #include "hbm/util.h"
+#include "lease/lease_int.h"
 
 /* Cost of a link: lower is better; unknown sorts after every known kind. */
 static int link_cost(hbm_link l)
@@ -201,6 +206,29 @@ static void placement_text(const hbm_obs *obs, const cand *c, const size_t *set,
                  hbm_link_name(worst));
 }
 
+/* The pick turn: an exclusive flock on DIR/.pick, waited for up to 30 s. */
+static int take_turn(const char *dir, hbm_err *err)
+{
+    if (lease_mkdir_p(dir, err) < 0)
+        return -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/.pick", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return hbm_err_set(err, "cannot open %s: %s", path, strerror(errno));
+    double deadline = hbm_now_mono() + 30;
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if ((errno != EWOULDBLOCK && errno != EINTR) || hbm_now_mono() > deadline) {
+            int e = errno;
+            close(fd);
+            return hbm_err_set(err, "cannot lock %s: %s", path,
+                               e == EWOULDBLOCK ? "another pick held it for 30 s" : strerror(e));
+        }
+        usleep(2000);
+    }
+    return fd;
+}
+
 static int cmp_uid(const void *a, const void *b, void *ctx)
 {
     const int64_t *u = ctx;
@@ -223,6 +251,13 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
     size_t nc = 0;
     int rc = 0;
 
+    /* Picks that lease take turns (a short directory-wide lock), so two picks never split
+     * a set between them; takers that bypass pick are still handled by the retry below. */
+    int turn = -1;
+    if (opts->lease_name && (turn = take_turn(dir, err)) < 0) {
+        rc = -1;
+        goto out;
+    }
     /* Devices refused for what the observation says are refused once; devices lost to a
      * racing taker are added as they happen, and the choice is made again. */
     for (size_t i = 0; i < obs->ndevs; i++) {
@@ -380,6 +415,8 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
     free(best);
     free(fds);
 out:
+    if (turn >= 0)
+        close(turn);
     free(c);
     free(lost);
     return rc;

@@ -58,7 +58,6 @@ typedef struct run_seen {
     uint64_t start;
     char comm[32];
     int last_sig;    /* strongest signal sent in its stop: 0, SIGTERM or SIGKILL */
-    bool gone;
     int stop_gen;    /* the stop it was last seen in */
     bool alive_now;  /* a member at the last scan of that stop */
 } run_seen;
@@ -147,7 +146,8 @@ typedef struct run_state {
     bool child_done;
     int child_status;      /* wait(2) status once child_done */
     bool stop_requested;   /* SIGTERM or SIGINT arrived */
-    int stop_gen;
+    int stop_gen;          /* numbers the stops, so counts are per stop */
+    bool stop_prepared;    /* the tree was listed for the coming stop before any signal */
     run_shmid *shm_at_start; /* owned: segments that existed before the first start */
     size_t nshm_at_start;
     bool baseline_taken;
@@ -158,6 +158,9 @@ typedef struct run_state {
 int run_wait_signal(run_state *s, double timeout_s);
 /* Reaps every child that has exited (adopted orphans included). */
 void run_reap(run_state *s);
+/* Lists the tree for the coming stop before the first signal goes out, so a process
+ * that dies of the forwarded signal at once is still counted. */
+void run_stop_prepare(run_state *s);
 /* The stop sequence over the whole tree; group_signalled: the child's group already got
  * the stop signal (forwarded), so its members are not signalled twice. */
 void run_stop_tree(run_state *s, bool group_signalled);

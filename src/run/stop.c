@@ -110,10 +110,23 @@ static void read_wchan(int pid, char *buf, size_t n)
     }
 }
 
+void run_stop_prepare(run_state *s)
+{
+    if (s->stop_prepared)
+        return;
+    s->stop_gen++;
+    run_proc *m = NULL;
+    scan(s, &m);
+    free(m);
+    s->stop_prepared = true;
+}
+
 void run_stop_tree(run_state *s, bool group_signalled)
 {
     const hbm_run_opts *o = s->o;
-    s->stop_gen++;
+    if (!s->stop_prepared)
+        s->stop_gen++;
+    s->stop_prepared = false;
     double t0 = hbm_now_mono();
     double deadline = t0 + o->grace_s;
     if (group_signalled && s->tree.child_pgid > 0) {
@@ -182,8 +195,6 @@ void run_stop_tree(run_state *s, bool group_signalled)
             killed++;
         else
             stopped++;
-        if (!e->alive_now)
-            e->gone = true;
     }
     s->res->stopped += stopped;
     s->res->killed += killed;

@@ -66,6 +66,8 @@ void run_reap(run_state *s)
         pid_t pid = waitpid(-1, &st, WNOHANG | (job_control(s) ? WUNTRACED : 0));
         if (pid <= 0)
             return;
+        if (WIFSTOPPED(st) && pid != s->child)
+            continue; /* an adopted process stopped: not ours to act on */
         if (pid == s->child && WIFSTOPPED(st)) {
             /* Ctrl-Z or a background read: stop with the child, as a shell job would, and
              * give the terminal back to the shell's view of us */
@@ -109,6 +111,8 @@ int run_wait_signal(run_state *s, double timeout_s)
             killpg(s->tree.child_pgid, SIGCONT);
         }
     } else {
+        if ((sig == SIGTERM || sig == SIGINT) && !s->stop_requested && !s->child_done)
+            run_stop_prepare(s);
         forward(s, sig);
         if (sig == SIGTERM || sig == SIGINT) {
             if (!s->stop_requested)
@@ -264,12 +268,14 @@ static enum run_end run_cycle_loop(run_state *s)
     c.next_health = c.started;
     c.next_mem = c.started + o->mem_interval_s;
     c.next_record = c.started + 2;
-    bool guard = !isnan(o->restart_on_mem) && s->dv.n > 0;
+    bool guard = !isnan(o->restart_on_mem);
     for (;;) {
-        if (s->child_done)
-            return END_CHILD;
+        /* a stop request first: the group already got the signal and must not get a
+         * second SIGTERM when the child's exit is seen in the same turn */
         if (s->stop_requested)
             return END_STOP;
+        if (s->child_done)
+            return END_CHILD;
         double now = hbm_now_mono();
         if (o->health_url && now >= c.next_health && health_check(s, &c, now))
             return END_UNHEALTHY;
@@ -300,7 +306,8 @@ static enum run_end run_cycle_loop(run_state *s)
 static int start_child(run_state *s, hbm_err *err)
 {
     const hbm_run_opts *o = s->o;
-    if (!s->baseline_taken && s->dv.n > 0) {
+    /* devices are watched when leased, or for the memory guard (then the visible ones) */
+    if (!s->baseline_taken && !s->dv.disabled && (o->ndevices > 0 || !isnan(o->restart_on_mem))) {
         hbm_err e2 = {{0}};
         if (run_devices_sample(&s->dv, o, true, NULL, &e2) < 0) {
             run_log(o, "device memory cannot be observed (%s): no release check", e2.msg);
@@ -395,10 +402,15 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
             run_log(o, "pid %d %s", (int)s.child, st);
         }
         if (end == END_MEM || end == END_UNHEALTHY) {
+            run_stop_prepare(&s);
             forward(&s, SIGTERM); /* a drain: the child's group first, the stop takes the rest */
             run_stop_tree(&s, true);
         } else {
             run_stop_tree(&s, end == END_STOP);
+        }
+        if (end != END_CHILD && s.child_done) {
+            describe_status(s.child_status, st, sizeof st);
+            run_log(o, "pid %d %s", (int)s.child, st);
         }
         free(release);
         release = NULL;
@@ -418,17 +430,16 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
         if (!want)
             break;
         double now = hbm_now_mono();
+        char win[32] = "";
+        if (!isinf(o->budget.window_s))
+            snprintf(win, sizeof win, " per %gs", o->budget.window_s);
         if (!hbm_run_budget_allows(&o->budget, restarts, nrestarts, now)) {
-            run_log(o, "restart budget spent (%d per %gs): not restarting", o->budget.max,
-                    o->budget.window_s);
+            run_log(o, "restart budget spent (%d%s): not restarting", o->budget.max, win);
             break;
         }
         /* a run that lasted past the longest backoff was healthy: start over from the base */
         attempt = (now - began > o->backoff_max_s) ? 1 : attempt + 1;
         double delay = hbm_run_backoff(o->backoff_s, attempt, o->backoff_max_s);
-        char win[32] = "";
-        if (!isinf(o->budget.window_s))
-            snprintf(win, sizeof win, " per %gs", o->budget.window_s);
         run_log(o, "restarting in %gs (restart %zu of at most %d%s)", delay, nrestarts + 1,
                 o->budget.max, win);
         double until = hbm_now_mono() + delay;

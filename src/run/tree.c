@@ -152,13 +152,8 @@ bool run_tree_was_member(const run_tree *t, int pid)
 
 void run_tree_note_reaped(run_tree *t, int pid)
 {
-    for (size_t i = 0; i < t->nseen; i++)
-        if (t->seen[i].pid == pid) {
-            t->seen[i].gone = true;
-            return;
-        }
-    run_seen *s = run_tree_seen(t, pid, 0);
-    s->gone = true;
+    if (!run_tree_was_member(t, pid))
+        run_tree_seen(t, pid, 0);
 }
 
 static bool is_protected(const run_tree *t, int pid)

@@ -44,7 +44,7 @@ check "the named worker is planned" \
 check "the dry run left the worker alive" kill -0 "$worker"
 check "the dry run wrote no audit log" [ ! -e "$tmp/audit.jsonl" ]
 
-"$HBMCTL" clean --backend dcmi --pid 1 --pid $$ --pid "$worker" --apply --yes --grace 5s \
+"$HBMCTL" clean --backend dcmi --pid 1 --pid $$ --pid "$worker" --apply --yes --grace 5s --settle 1s \
     >"$tmp/apply.txt"
 check "clean --apply finishes with exit 0" [ $? -eq 0 ]
 check "the output says which steps the safety rules kept" grep -q "2 kept by safety rules" "$tmp/apply.txt"

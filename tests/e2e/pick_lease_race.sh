@@ -1,6 +1,6 @@
 #!/bin/bash
 # pick and leases on 8 free NPUs (fake DCMI): 50 concurrent `pick 1 --lease` get 8 distinct
-# devices and 42 clear refusals; leases lists the 8 holders; a SIGKILLed holder frees its
+# devices and 42 clear refusals; 10 concurrent `pick 2 --lease` get 4 disjoint pairs; leases lists the 8 holders; a SIGKILLed holder frees its
 # device at once; release ends a lease; a holder exits with the process it holds for; pick
 # prefers one HCCS domain and says why each other device was refused.
 set -u
@@ -115,6 +115,17 @@ check "env format" [ "$("$HBMCTL" pick 2 --backend dcmi 2>/dev/null)" = "ASCEND_
 "$HBMCTL" pick 9 --backend dcmi >/dev/null 2>"$tmp/nine.err"
 check "pick 9 of 8 exits 1" [ $? -eq 1 ]
 check "pick 9 of 8 says why" grep -q "8 usable" "$tmp/nine.err"
+# 10 racing picks of 2: exactly 4 succeed, the pairs are disjoint and inside one domain.
+for i in $(seq 1 10); do
+    "$HBMCTL" pick 2 --backend dcmi --lease "pair$i" --hold-pid $$ --format list \
+        >"$tmp/pair.$i" 2>/dev/null &
+done
+wait
+pairs=$(cat "$tmp"/pair.* | grep -c .)
+check "4 of 10 pairs succeed (got $pairs)" [ "$pairs" -eq 4 ]
+check "the pairs share no device" [ "$(cat "$tmp"/pair.* | tr ',' '\n' | sort -u | grep -c .)" -eq 8 ]
+check "each pair stays in one HCCS domain" \
+    [ "$(cat "$tmp"/pair.* | awk -F, '{ if (int($1 / 4) != int($2 / 4)) bad++ } END { print bad + 0 }')" -eq 0 ]
 "$HBMCTL" pick 1 --backend dcmi --min-free 100GiB >/dev/null 2>"$tmp/min.err"
 check "--min-free refuses small devices with a reason" grep -q "less than --min-free" "$tmp/min.err"
 finish

@@ -129,6 +129,51 @@ rc=$?
 grep -q 'summary: .*restarts: 1' "$LOG" || fail "mem: the summary does not count 1 restart"
 echo "ok: restart-on-mem: drained at 60% > 50% and restarted once"
 
+# 3b. without --devices (devices assigned by an orchestrator): the guard watches the
+#     devices the visible-device variable names, and only those
+scenario $((GIB / 2)) "[]"
+LOG=$T/log.memvis
+rm -f "$T/starts"
+CUDA_VISIBLE_DEVICES=1 "$HBMCTL" run --backend nvml --restart-on-mem 50% --mem-window 1s \
+    --mem-interval 200ms --grace 3s --release-timeout 20s --backoff 100ms --max-restarts 1 -- \
+    sh -c 'echo $$ >>"$0"; exec sleep 600' "$T/starts" 2>"$LOG" &
+h=$!
+BGPIDS+=("$h")
+wait_file "$T/starts" 30 || fail "memvis: the child did not start"
+scenario $((70 * GIB)) "[]"   # device 0 is not watched: no drain
+sleep 2.5
+[ "$(wc -l <"$T/starts")" = 1 ] || fail "memvis: drained for a device outside CUDA_VISIBLE_DEVICES"
+scenario $((GIB / 2)) "[]" $((70 * GIB)) "[]"
+for ((i = 0; i < 100; i++)); do grep -q 'draining and restarting' "$LOG" && break; sleep 0.1; done
+grep -q 'device 1: memory 87.5% above 50%' "$LOG" || fail "memvis: device 1 over the threshold not seen"
+scenario $((GIB / 2)) "[]"
+for ((i = 0; i < 300; i++)); do [ "$(wc -l <"$T/starts")" -ge 2 ] && break; sleep 0.1; done
+[ "$(wc -l <"$T/starts")" = 2 ] || fail "memvis: not restarted"
+kill -TERM "$h"
+wait "$h"
+echo "ok: restart-on-mem without --devices watches CUDA_VISIBLE_DEVICES=1 only"
+
+# 4. Ascend (fake DCMI): the variable is ASCEND_RT_VISIBLE_DEVICES and takes logic ids,
+#    which differ from the NPU (card) ids npu-smi prints
+cat >"$T/dcmi.json" <<JSON
+{"driver_version": "24.1.rc2", "cards": [
+ {"card_id": 32768, "chips": [{"logic_id": 5, "phy_id": 0, "name": "910B4", "health": 0,
+   "temperature": 40, "power_dw": 900, "aicore_util": 0, "bus_id": "0000:C1:00.0",
+   "hbm": {"total_mb": 32768, "used_mb": 3400}, "processes": []}]},
+ {"card_id": 32769, "chips": [{"logic_id": 6, "phy_id": 1, "name": "910B4", "health": 0,
+   "temperature": 40, "power_dw": 900, "aicore_util": 0, "bus_id": "0000:C2:00.0",
+   "hbm": {"total_mb": 32768, "used_mb": 3400}, "processes": []}]}]}
+JSON
+LOG=$T/log.ascend
+HBMCTL_DCMI_LIB=$HBM_FAKES/libdcmi.so HBM_FAKE_DCMI_SCENARIO=$T/dcmi.json \
+    "$HBMCTL" run --backend dcmi --devices 6, --release-timeout 5s -- \
+    sh -c 'echo "${ASCEND_RT_VISIBLE_DEVICES:-unset} ${CUDA_VISIBLE_DEVICES:-unset}"' >"$T/env.ascend" 2>"$LOG"
+rc=$?
+[ "$rc" = 0 ] || fail "ascend: exit $rc"
+[ "$(cat "$T/env.ascend")" = "6 unset" ] ||
+    fail "ascend: got '$(cat "$T/env.ascend")', expected ASCEND_RT_VISIBLE_DEVICES=6 (the logic id)"
+echo "ok: ascend: ASCEND_RT_VISIBLE_DEVICES=6 (logic id of NPU 32769)"
+
 # every kill hbmctl did is in the audit log
 [ -s "$T/audit.jsonl" ] || fail "audit: nothing recorded in $T/audit.jsonl"
 grep -q '"command": *"run"' "$T/audit.jsonl" || fail "audit: no run record"

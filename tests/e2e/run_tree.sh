@@ -50,7 +50,8 @@ variant() { # NAME [OPTIONS...]
     # the SIGTERM-ignoring worker holds the stop for the whole grace period, no longer
     le $((GRACE - 1)) "$took" || fail "$name: stopped in ${took}s, before the grace period"
     le "$took" $((GRACE + 20)) || fail "$name: took ${took}s, grace was ${GRACE}s"
-    grep -q 'summary: .*1 killed, 0 left' "$LOG" || fail "$name: summary does not say 1 killed, 0 left"
+    grep -q 'summary: .*3 ended after SIGTERM, 1 killed, 0 left' "$LOG" ||
+        fail "$name: summary does not say 3 ended after SIGTERM, 1 killed, 0 left"
     [ "$(grep -c 'summary:' "$LOG")" = 1 ] || fail "$name: not exactly one summary line"
     echo "ok: $name: 0 survivors, exit $rc after ${took}s (grace ${GRACE}s)"
 }

@@ -1,11 +1,12 @@
 #!/bin/bash
-# On a terminal, the child is the foreground process group: it reads what is typed, and
-# Ctrl-C interrupts it (not hbmctl), exactly as without hbmctl.
+# On a terminal, the child is the foreground process group: it reads what is typed, Ctrl-Z
+# stops it (and hbmctl with it, as a shell job), SIGCONT resumes both, and Ctrl-C
+# interrupts the child (not hbmctl), exactly as without hbmctl.
 . "$(dirname "$0")/lib/run_common.bash"
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to drive a pseudo-terminal"; exit 0; }
 
 python3 - "$HBMCTL" <<'PY' || fail "terminal test failed"
-import os, pty, select, sys, time
+import os, pty, select, signal, sys, time
 
 hbmctl = sys.argv[1]
 script = ('read line; echo "got:$line"; trap "echo caught-INT; exit 5" INT; '
@@ -40,6 +41,21 @@ os.write(fd, b"hello\n")
 expect(b"got:hello")          # the child read from the terminal: it is in the foreground
 expect(b"waiting")
 time.sleep(0.3)
+# Ctrl-Z: the child stops; hbmctl takes the terminal back and stops itself, as a shell job
+os.write(fd, b"\x1a")
+deadline = time.time() + 30
+stopped = False
+while time.time() < deadline:
+    wpid, status = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
+    if wpid == pid and os.WIFSTOPPED(status):
+        stopped = True
+        break
+    time.sleep(0.05)
+if not stopped:
+    sys.stderr.write("hbmctl did not stop with its child on Ctrl-Z\n%s\n" % buf.decode(errors="replace"))
+    sys.exit(1)
+os.kill(pid, signal.SIGCONT)  # what `fg` does: the child gets the terminal and runs again
+time.sleep(0.5)
 os.write(fd, b"\x03")         # Ctrl-C: SIGINT to the foreground group only
 expect(b"caught-INT")
 expect(b"summary:")
@@ -51,5 +67,5 @@ if code != 5:
 if b"SIGINT received" in buf:
     sys.stderr.write("hbmctl itself got the Ctrl-C:\n%s\n" % buf.decode(errors="replace"))
     sys.exit(1)
-print("ok: the child read from the terminal and Ctrl-C reached it alone; exit 5")
+print("ok: the child read from the terminal, stopped and went on with Ctrl-Z and SIGCONT, and Ctrl-C reached it alone; exit 5")
 PY

@@ -3,6 +3,8 @@
  *   doc_proc orphan [ignore-term]  a child titled VLLM::EngineCor outlives its parent;
  *                                  prints the child's pid
  *   doc_proc zombie                a child exits and is never reaped; prints "ZOMBIE PARENT"
+ *   doc_proc dstate                a process in uninterruptible sleep: a vfork parent waits
+ *                                  (state D) while its child lives; prints "PARENT CHILD"
  *   doc_proc sleep                 a plain live process; prints its pid */
 #include <signal.h>
 #include <stdarg.h>
@@ -101,6 +103,23 @@ int main(int argc, char **argv)
             _exit(0);
         report("%d %d\n", (int)c, (int)getpid());
         linger();
+    }
+    if (strcmp(argv[1], "dstate") == 0) {
+        background();
+        pid_t me = getpid();
+        /* The vfork child only makes system calls until it dies: it reports both pids and
+         * pauses; the parent stays in D until then (alarm, or the test's SIGKILL). */
+        pid_t c = vfork();
+        if (c == 0) {
+            char buf[64];
+            int n = snprintf(buf, sizeof buf, "%d %d\n", (int)me, (int)getpid());
+            if (write(report_fd, buf, (size_t)n) != n)
+                _exit(1);
+            alarm(300);
+            for (;;)
+                pause();
+        }
+        _exit(0);
     }
     if (strcmp(argv[1], "sleep") == 0) {
         background();

@@ -302,6 +302,91 @@ static void test_shm_recheck(void **state)
     rmrf(d);
 }
 
+static hbm_clean_step *step(hbm_clean_plan *p, hbm_action_kind kind)
+{
+    p->steps = hbm_xrealloc(p->steps, (p->n + 1) * sizeof *p->steps);
+    hbm_clean_step *s = &p->steps[p->n++];
+    memset(s, 0, sizeof *s);
+    s->allowed = true;
+    s->device = HBM_UNKNOWN;
+    s->action.kind = kind;
+    snprintf(s->finding_id, sizeof s->finding_id, "stale");
+    return s;
+}
+
+static int dead_segment(int64_t *key)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t c = fork();
+    if (c == 0) {
+        int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+        _exit(write(p[1], &id, sizeof id) == sizeof id ? 0 : 1);
+    }
+    int id;
+    assert_int_equal(read(p[0], &id, sizeof id), (ssize_t)sizeof id);
+    waitpid(c, NULL, 0);
+    close(p[0]);
+    close(p[1]);
+    struct shmid_ds ds;
+    assert_int_equal(shmctl(id, IPC_STAT, &ds), 0);
+    *key = (int64_t)(uint32_t)ds.shm_perm.__key;
+    return id;
+}
+
+/* apply removes a segment whose creator died and nobody attaches, keeps one that a live
+ * process attaches, and unlinks a file only when no process holds it. */
+static void test_apply_shared_memory(void **state)
+{
+    (void)state;
+    char *d = tmpdir();
+    char audit[400], held[400], loose[400];
+    snprintf(audit, sizeof audit, "%s/audit.jsonl", d);
+    snprintf(held, sizeof held, "%s/held", d);
+    snprintf(loose, sizeof loose, "%s/loose", d);
+    int64_t k1, k2;
+    int stale = dead_segment(&k1), busy = dead_segment(&k2);
+    void *a = shmat(busy, NULL, 0);
+    assert_true(a != (void *)-1);
+    int hfd = open(held, O_RDWR | O_CREAT, 0600);
+    int lfd = open(loose, O_RDWR | O_CREAT, 0600);
+    assert_true(hfd >= 0 && lfd >= 0);
+    close(lfd);
+    hbm_clean_plan plan = {0};
+    hbm_clean_step *s = step(&plan, HBM_ACT_SYSV_RMID);
+    s->action.shmid = stale;
+    s->action.key = k1;
+    s = step(&plan, HBM_ACT_SYSV_RMID);
+    s->action.shmid = busy;
+    s->action.key = k2;
+    snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", held);
+    snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", loose);
+    hbm_clean_opts o = {.audit_path = audit};
+    hbm_err err = {{0}};
+    int kept = hbm_clean_apply(&plan, &o, &err);
+    struct shmid_ds ds;
+    assert_true(plan.steps[0].done);
+    assert_int_equal(shmctl(stale, IPC_STAT, &ds), -1); /* removed */
+    assert_false(plan.steps[1].done);
+    assert_non_null(strstr(plan.steps[1].result, "attached"));
+    assert_int_equal(shmctl(busy, IPC_STAT, &ds), 0);
+    assert_false(plan.steps[2].done);
+    assert_int_equal(access(held, F_OK), 0);
+    if (uninspectable()) {
+        assert_false(plan.steps[3].done);
+        assert_int_equal(kept, 3);
+    } else {
+        assert_true(plan.steps[3].done);
+        assert_int_equal(access(loose, F_OK), -1);
+        assert_int_equal(kept, 2);
+    }
+    shmdt(a);
+    shmctl(busy, IPC_RMID, NULL);
+    close(hfd);
+    free(plan.steps);
+    rmrf(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +396,7 @@ int main(void)
         cmocka_unit_test(test_apply_recycled),
         cmocka_unit_test(test_sysv_recheck),
         cmocka_unit_test(test_shm_recheck),
+        cmocka_unit_test(test_apply_shared_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

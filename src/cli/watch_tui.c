@@ -153,7 +153,8 @@ static void draw_details(const watch_ctx *c, const hbm_device *d, int *row, int 
             snprintf(ids[i], sizeof ids[i], "%lld", (long long)idv[i]);
     }
     int n = 0;
-    snprintf(lines[n++], sizeof lines[0], "device %lld  index %s  chip %s  logic %s  bus %s  health %s",
+    snprintf(lines[n++], sizeof lines[0],
+             "device %lld  index %s  chip %s  logic %s  bus %s  health %s",
              (long long)hbm_device_user_id(d), ids[0], ids[1], ids[2],
              d->bus_id[0] ? d->bus_id : "-", d->health[0] ? d->health : "-");
     snprintf(lines[n++], sizeof lines[0], "power %s W  temperature %s C  utilisation %s",

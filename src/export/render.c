@@ -280,7 +280,8 @@ static void render_leaks(const hbm_obs *obs, const hbm_watch *w, bool threshold,
     }
     proc_labels pl;
     for (int what = 0; what < 2; what++) {
-        const char *name = what ? "hbmctl_process_memory_growth_bytes" : "hbmctl_process_memory_leak";
+        const char *name =
+            what ? "hbmctl_process_memory_growth_bytes" : "hbmctl_process_memory_leak";
         hbm_export_family(b, name, "gauge",
                           what ? "Growth of a process's device memory over its unreturned steps."
                                : "1 while step growth is reported for the process's device "

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -28,8 +29,14 @@ static void report(int fd, int stage, int e)
 }
 
 static _Noreturn void child(const hbm_run_opts *o, const run_cgroup *cg, int tty_fd,
-                            const run_sigstate *ss, int wfd)
+                            const run_sigstate *ss, int wfd, pid_t parent)
 {
+    /* Should hbmctl itself be killed outright (SIGKILL cannot be caught), the server still
+     * gets the signal its orderly shutdown answers to. The check after prctl closes the
+     * window in which hbmctl died before the request was made. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(HBM_RUN_EXIT_FAILED);
     if (cg && cg->active && cg->procs_fd >= 0) {
         if (write(cg->procs_fd, "0", 1) != 1) {
             report(wfd, STAGE_CGROUP, errno);
@@ -68,6 +75,7 @@ pid_t run_spawn(const hbm_run_opts *o, const run_cgroup *cg, int tty_fd,
         *code = HBM_RUN_EXIT_FAILED;
         return hbm_err_set(err, "pipe: %s", strerror(errno));
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -78,7 +86,7 @@ pid_t run_spawn(const hbm_run_opts *o, const run_cgroup *cg, int tty_fd,
     }
     if (pid == 0) {
         close(pfd[0]);
-        child(o, cg, tty_fd, ss, pfd[1]);
+        child(o, cg, tty_fd, ss, pfd[1], parent);
     }
     close(pfd[1]);
     if (!o->setsid)

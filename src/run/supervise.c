@@ -423,8 +423,10 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
             r->exit_code = hbm_run_exit_code(s.child_status);
         }
         bool want;
-        if (end == END_MEM || end == END_UNHEALTHY)
-            want = !s.stop_requested;
+        if (end == END_MEM)
+            want = !s.stop_requested; /* the guard's purpose is the restart */
+        else if (end == END_UNHEALTHY) /* not ready in time, or unhealthy under --restart */
+            want = !s.stop_requested && o->restart != HBM_RUN_RESTART_NEVER;
         else
             want = hbm_run_wants_restart(o->restart, r->exit_code, s.stop_requested);
         if (!want)

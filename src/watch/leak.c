@@ -10,12 +10,13 @@
  * 3. Step size T = max(step_min_bytes, noise_k x noise).
  * 4. Plateau: the last `hold` levels lie within T/2 of each other; its value is their
  *    minimum (the floor).
- * 5. Jump: the level rose by 3T/4 or more from one sample to the next. A step is a jump followed
- *    by a plateau, so a ramp (too steep to be flat, or too flat to jump) never makes one.
+ * 5. Jump: the level rose by 3T/4 or more from one sample to the next. A step is a jump
+ *    followed by a plateau, so a ramp (too steep to be flat, or too flat to jump) never
+ *    makes one.
  * 6. Staircase: a stack of plateaus, base first. A plateau at least T above the top that
- *    begins within `hold` samples of the start of a run of jumps is a step. Any sample below the midpoint
- *    between a step and the level before it undoes that step (the memory returned
- *    between requests). Without steps the base follows the plateaus.
+ *    begins within `hold` samples of the start of a run of jumps is a step. Any sample
+ *    below the midpoint between a step and the level before it undoes that step (the
+ *    memory returned between requests). Without steps the base follows the plateaus.
  * 7. A leak is reported when `steps` steps stand, and stays reported until every step has
  *    been undone (hysteresis). A threshold is crossed when the last `hold` levels are all
  *    above it, and crossed back when all are below it by T/2. */
@@ -98,6 +99,8 @@ static int64_t window_median(const hbm_leak *d)
 static double noise_scale(const hbm_leak *d)
 {
     size_t n = d->nresid < HBM_LEAK_NOISE_RING ? (size_t)d->nresid : HBM_LEAK_NOISE_RING;
+    if (n == 0)
+        return 0;
     double tmp[HBM_LEAK_NOISE_RING];
     memcpy(tmp, d->resid, n * sizeof tmp[0]);
     sort_dbl(tmp, n);

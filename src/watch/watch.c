@@ -108,7 +108,7 @@ const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n)
     const hbm_leak_status *st = &s->det.st;
     char g[32], lvl[32];
     if (!st->ready || (!st->judging && !st->above)) {
-        snprintf(buf, n, "learning (%llu samples)", (unsigned long long)s->det.n);
+        snprintf(buf, n, "learning (sample %llu)", (unsigned long long)s->det.n);
     } else if (st->leak) {
         snprintf(buf, n, "LEAK: grew %s in %d steps that never returned",
                  hbm_fmt_size(g, sizeof g, st->growth), st->steps);

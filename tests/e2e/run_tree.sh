@@ -81,3 +81,16 @@ while read -r p st; do
     same_alive "$p" "$st" && fail "childexit: $p survived the child's death"
 done <"$pidfile"
 echo "ok: childexit: workers ended after the main process was killed, exit $rc"
+
+# hbmctl itself killed outright (SIGKILL cannot be caught): the child still gets SIGTERM
+# (parent-death signal), so the server's own orderly shutdown runs
+LOG=$T/log.hbmkilled
+"$HBMCTL" run --no-cgroup -- sh -c 'trap "echo TERM >\"\$0\"; exit 0" TERM; echo up >"$1"
+    while :; do sleep 0.05; done' "$T/term" "$T/up" 2>"$LOG" &
+hp=$!
+BGPIDS+=("$hp")
+wait_file "$T/up" 30 || fail "hbmkilled: the child did not start"
+kill -KILL "$hp"
+wait "$hp" 2>/dev/null
+wait_file "$T/term" 30 || fail "hbmkilled: the child got no SIGTERM when hbmctl was killed"
+echo "ok: hbmctl killed with SIGKILL: the child got SIGTERM"

@@ -9,6 +9,8 @@ CMAKE_FLAGS ?=
 
 .PHONY: all deps build run test test-fast test-asan fuzz bench static install clean
 
+MAKEFLAGS += --no-print-directory
+
 all: build
 
 deps:
@@ -18,7 +20,10 @@ build:
 	@cmake -S . -B $(BUILD) -DHBM_WERROR=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: deps build
+# Builds only the binary, quietly (compiler errors still show), then runs the main job.
+run: deps
+	@cmake -S . -B $(BUILD) -DHBM_WERROR=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) --target hbmctl >/dev/null
 	@scripts/run-main $(BUILD)/hbmctl
 
 # The whole suite twice: -Wall -Wextra -Werror, then under ASan + UBSan.

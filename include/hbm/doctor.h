@@ -98,9 +98,6 @@ int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outco
  * memory or files). Returns 1 exited (or gone/recycled), 0 still there at the timeout. */
 int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s);
 
-/* Reads a live process's start time (field 22 of /proc/PID/stat); -1 when it is gone. */
-int hbm_doctor_proc_starttime(int pid, uint64_t *starttime, char *state);
-
 /* True when pid is this process or one of its ancestors (walked live through /proc). */
 bool hbm_doctor_is_self_or_ancestor(int pid);
 

@@ -90,7 +90,7 @@ bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n);
 
 typedef struct hbm_export_server_opts {
     const char *listen;       /* "127.0.0.1:9464", "[::1]:9464", ":9464" (all IPv4) */
-    unsigned max_connections; /* connection limit; 0 = 1024 (raised to fit RLIMIT_NOFILE) */
+    unsigned max_connections; /* connection limit; 0 = 2048 (lowered to fit RLIMIT_NOFILE) */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
 } hbm_export_server_opts;
 

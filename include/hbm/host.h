@@ -128,6 +128,10 @@ const hbm_hproc *hbm_host_find(const hbm_host *host, int pid);
  * before any signal: a recycled pid has another start time). */
 bool hbm_host_pid_matches(const char *root, int pid, uint64_t starttime);
 
+/* Start time (field 22 of /proc/PID/stat) and, when state is not NULL, state (field 3) of
+ * one process, without the rest of hbm_host_read_proc. -1 when the process is gone. */
+int hbm_host_starttime(const char *root, int pid, uint64_t *starttime, char *state);
+
 /* Device-file patterns from HBMCTL_DEVICE_PATTERNS (colon-separated fnmatch patterns), or
  * NULL when unset or empty. The array is built once and lives until exit. */
 const char *const *hbm_host_patterns_from_env(void);

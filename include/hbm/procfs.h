@@ -19,8 +19,14 @@ typedef struct hbm_pstat {
     char state;
     int ppid;
     uint64_t starttime; /* field 22, clock ticks after boot */
+    int pgrp;           /* field 5 */
+    int sid;            /* field 6, the session */
 } hbm_pstat;
 int hbm_procfs_parse_stat(const char *buf, size_t len, hbm_pstat *out, hbm_err *err);
+/* Reads and parses <root>/proc/PID/stat alone (root NULL or "" = live host): the cheap read
+ * behind identity checks and parent walks. -1 when the process does not exist, or the file
+ * is malformed or names another pid. */
+int hbm_host_read_stat(const char *root, int pid, hbm_pstat *out);
 
 /* /proc/PID/status: Name, Pid, PPid, real Uid, NSpid (outermost namespace first). */
 typedef struct hbm_pstatus {

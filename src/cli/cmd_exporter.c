@@ -23,7 +23,7 @@ static void usage(FILE *f)
             "  --listen ADDR          address to serve on (default 127.0.0.1:9464; [::1]:9464,\n"
             "                         :9464 for every IPv4 address; numeric only)\n"
             "  --min-interval DUR     reuse an observation this long (default 1s)\n"
-            "  --max-connections N    concurrent connections (default 1024)\n"
+            "  --max-connections N    concurrent connections (default 2048)\n"
             "  --timeout DUR          close idle connections after this (default 10s)\n"
             "  --threshold PCT|SIZE   leak threshold per device, e.g. 90%% (default none)\n"
             "  --lease-dir DIR        lease directory (default /run/hbmctl, env "

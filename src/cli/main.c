@@ -73,7 +73,7 @@ static void version(void)
         printf("\n");
     }
 #ifndef HBM_HAVE_CURL
-    printf("without libcurl: run --health-url takes http:// only; probe --url is left out\n");
+    printf("without libcurl: run --health-url and probe --url are left out\n");
 #endif
 }
 

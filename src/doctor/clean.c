@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "doctor/doctor_int.h"
+#include "hbm/host.h"
 #include "hbm/util.h"
 
 static bool named(const hbm_clean_opts *o, int pid)
@@ -331,7 +332,7 @@ static void kill_phase(hbm_clean_step *s)
         s->failed = true;
         char st = '?';
         uint64_t t;
-        hbm_doctor_proc_starttime(s->action.pid, &t, &st);
+        hbm_host_starttime(NULL, s->action.pid, &t, &st);
         snprintf(s->result + l, sizeof s->result - l,
                  "; SIGKILL sent but it is still there (state %c: stuck in the kernel)", st);
     }

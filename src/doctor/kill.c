@@ -1,17 +1,16 @@
 /* Signals that never hit a recycled pid: open a pidfd first, then confirm that the process
  * it names still has the observed start time, then signal through the pidfd. */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hbm/doctor.h"
+#include "hbm/host.h"
 #include "hbm/lease.h"
+#include "hbm/procfs.h"
 #include "hbm/util.h"
 
 #ifndef SYS_pidfd_open
@@ -21,59 +20,6 @@
 #define SYS_pidfd_send_signal 424
 #endif
 
-int hbm_doctor_proc_starttime(int pid, uint64_t *starttime, char *state)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0)
-        return -1;
-    buf[r] = '\0';
-    char *p = strrchr(buf, ')'); /* comm may contain ')' and spaces */
-    if (!p || p[1] != ' ')
-        return -1;
-    p += 2;
-    if (state)
-        *state = *p;
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return -1;
-        p++;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (errno || end == p)
-        return -1;
-    *starttime = v;
-    return 0;
-}
-
-static int ppid_of(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0)
-        return -1;
-    buf[r] = '\0';
-    char *p = strrchr(buf, ')');
-    int ppid;
-    char st;
-    if (!p || sscanf(p + 1, " %c %d", &st, &ppid) != 2)
-        return -1;
-    return ppid;
-}
-
 bool hbm_doctor_is_self_or_ancestor(int pid)
 {
     int cur = getpid();
@@ -82,7 +28,8 @@ bool hbm_doctor_is_self_or_ancestor(int pid)
             return true;
         if (cur == 1)
             break;
-        cur = ppid_of(cur);
+        hbm_pstat st;
+        cur = hbm_host_read_stat(NULL, cur, &st) == 0 ? st.ppid : -1;
     }
     return false;
 }
@@ -105,7 +52,7 @@ int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outco
     /* With a pidfd held, the check below is about the very process the pidfd names. */
     uint64_t now_start;
     char state = 0;
-    if (hbm_doctor_proc_starttime(pid, &now_start, &state) < 0) {
+    if (hbm_host_starttime(NULL, pid, &now_start, &state) < 0) {
         if (have_pidfd)
             close(pidfd);
         *outcome = HBM_KILL_GONE;
@@ -138,7 +85,7 @@ int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outco
         }
     }
     /* Before Linux 5.3: re-check immediately before kill(); a window remains. */
-    if (hbm_doctor_proc_starttime(pid, &now_start, NULL) < 0 || now_start != starttime) {
+    if (hbm_host_starttime(NULL, pid, &now_start, NULL) < 0 || now_start != starttime) {
         *outcome = HBM_KILL_MISMATCH;
         return 0;
     }
@@ -159,7 +106,7 @@ static bool exited(int pid, uint64_t starttime)
 {
     uint64_t st;
     char state = 0;
-    if (hbm_doctor_proc_starttime(pid, &st, &state) < 0 || st != starttime)
+    if (hbm_host_starttime(NULL, pid, &st, &state) < 0 || st != starttime)
         return true;
     return state == 'Z' || state == 'X';
 }

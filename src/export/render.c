@@ -467,6 +467,13 @@ void hbm_export_render(const hbm_export_input *in, hbm_export_buf *out)
         return;
     }
     const hbm_obs *obs = in->obs;
+    hbm_export_family(out, "hbmctl_source_info", "gauge",
+                      "Where the observation came from: backend used (nvml, dcmi, npu-smi, "
+                      "snapshot), driver version and hostname; value 1.");
+    hbm_export_label src[3] = {{"backend", obs->backend},
+                               {"driver_version", obs->driver_version},
+                               {"hostname", obs->hostname}};
+    hbm_export_sample(out, "hbmctl_source_info", src, 3, 1);
     hbm_export_family(out, "hbmctl_devices", "gauge", "Devices observed.");
     hbm_export_sample(out, "hbmctl_devices", NULL, 0, (double)obs->ndevs);
     render_devices(obs, out);

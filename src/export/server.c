@@ -64,7 +64,7 @@ int hbm_export_parse_listen(const char *listen, void *ss_out, unsigned *len, boo
 #ifdef HBM_HAVE_MHD
 #include <microhttpd.h>
 
-#define DEFAULT_MAX_CONNECTIONS 1024
+#define DEFAULT_MAX_CONNECTIONS 2048
 #define DEFAULT_TIMEOUT_S 10
 #define CONNECTION_MEMORY 16384 /* request headers of a scrape fit many times over */
 

@@ -221,20 +221,37 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
     return 0;
 }
 
-bool hbm_host_pid_matches(const char *root, int pid, uint64_t starttime)
+int hbm_host_read_stat(const char *root, int pid, hbm_pstat *out)
 {
     if (pid <= 0)
-        return false;
+        return -1;
     char rel[64], buf[4096];
     snprintf(rel, sizeof rel, "/proc/%d", pid);
     int fd = hbm_hio_open(root ? root : "", rel, O_RDONLY | O_DIRECTORY);
     if (fd < 0)
-        return false;
+        return -1;
     ssize_t n = hbm_hio_read(fd, "stat", buf, sizeof buf);
     close(fd);
+    if (n <= 0 || hbm_procfs_parse_stat(buf, (size_t)n, out, NULL) < 0 || out->pid != pid)
+        return -1;
+    return 0;
+}
+
+int hbm_host_starttime(const char *root, int pid, uint64_t *starttime, char *state)
+{
     hbm_pstat st;
-    return n > 0 && hbm_procfs_parse_stat(buf, (size_t)n, &st, NULL) == 0 && st.pid == pid &&
-           st.starttime == starttime;
+    if (hbm_host_read_stat(root, pid, &st) < 0)
+        return -1;
+    *starttime = st.starttime;
+    if (state)
+        *state = st.state;
+    return 0;
+}
+
+bool hbm_host_pid_matches(const char *root, int pid, uint64_t starttime)
+{
+    uint64_t now;
+    return hbm_host_starttime(root, pid, &now, NULL) == 0 && now == starttime;
 }
 
 int hbm_host_cgroup2_mount(const char *root, char *out, size_t n, hbm_err *err)

@@ -48,6 +48,11 @@ int hbm_procfs_parse_stat(const char *buf, size_t len, hbm_pstat *out, hbm_err *
             if (!hbm_lex_int(tok, tl, &out->ppid))
                 return hbm_err_set(err, "field 4 (ppid): '%s' is not a pid",
                                    hbm_lex_show(show, sizeof show, tok, tl));
+        } else if (field == 5 || field == 6) {
+            if (!hbm_lex_int(tok, tl, field == 5 ? &out->pgrp : &out->sid))
+                return hbm_err_set(err, "field %d (%s): '%s' is not a number", field,
+                                   field == 5 ? "pgrp" : "session",
+                                   hbm_lex_show(show, sizeof show, tok, tl));
         } else if (field == 22) {
             if (!hbm_lex_u64(tok, tl, 10, &out->starttime))
                 return hbm_err_set(err, "field 22 (starttime): '%s' is not a number",

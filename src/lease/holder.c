@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hbm/host.h"
 #include "hbm/lease.h"
 #include "hbm/util.h"
 #include "lease/lease_int.h"
@@ -57,7 +58,7 @@ static bool guarded_alive(int pid, uint64_t starttime)
 {
     uint64_t st;
     char state = 0;
-    if (lease_proc_starttime(pid, &st, &state) < 0)
+    if (hbm_host_starttime(NULL, pid, &st, &state) < 0)
         return false;
     return st == starttime && state != 'Z' && state != 'X';
 }
@@ -111,7 +112,7 @@ int hbm_lease_spawn_holder(const char *name, const int *fds, const int64_t *devi
                            size_t n, int hold_pid, pid_t *holder, hbm_err *err)
 {
     uint64_t hold_start = 0;
-    if (hold_pid > 0 && lease_proc_starttime(hold_pid, &hold_start, NULL) < 0)
+    if (hold_pid > 0 && hbm_host_starttime(NULL, hold_pid, &hold_start, NULL) < 0)
         return hbm_err_set(err, "process %d to hold the lease for does not exist", hold_pid);
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hbm/host.h"
 #include "hbm/lease.h"
 #include "hbm/util.h"
 #include "lease/lease_int.h"
@@ -24,41 +25,6 @@ const char *hbm_lease_dir(const char *override)
     if (env && *env)
         return env;
     return HBM_LEASE_DEFAULT_DIR;
-}
-
-int lease_proc_starttime(int pid, uint64_t *starttime, char *state)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (r <= 0)
-        return -1;
-    buf[r] = '\0';
-    /* comm may hold spaces and ')': fields continue after the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ')
-        return -1;
-    p += 2;
-    if (state)
-        *state = *p;
-    /* p is field 3; the start time is field 22. */
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return -1;
-        p++;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (errno || end == p)
-        return -1;
-    *starttime = v;
-    return 0;
 }
 
 int lease_mkdir_p(const char *dir, hbm_err *err)
@@ -125,7 +91,7 @@ int hbm_lease_set_holder(int fd, const char *name, int64_t device, int pid, int 
                          hbm_err *err)
 {
     uint64_t st = 0;
-    if (lease_proc_starttime(pid, &st, NULL) < 0)
+    if (hbm_host_starttime(NULL, pid, &st, NULL) < 0)
         st = 0;
     json_t *j = json_pack("{s:s, s:I, s:i, s:I, s:i, s:f}", "name", name, "device",
                           (json_int_t)device, "pid", pid, "starttime", (json_int_t)st,

@@ -50,9 +50,6 @@ typedef struct run_proc {
     char comm[32];
 } run_proc;
 
-/* /proc/PID/stat text -> fields (comm bounded by the last ')'). */
-int run_parse_stat(const char *buf, size_t len, run_proc *p);
-
 typedef struct run_seen {
     int pid;
     uint64_t start;

@@ -16,70 +16,18 @@
 
 #include "run_int.h"
 #include "hbm/doctor.h"
+#include "hbm/procfs.h"
 #include "hbm/util.h"
-
-
-int run_parse_stat(const char *buf, size_t len, run_proc *p)
-{
-    memset(p, 0, sizeof *p);
-    const char *lp = memchr(buf, '(', len);
-    const char *rp = NULL;
-    for (size_t i = len; i > 0; i--)
-        if (buf[i - 1] == ')') {
-            rp = buf + i - 1;
-            break;
-        }
-    if (!lp || !rp || rp < lp)
-        return -1;
-    p->pid = atoi(buf);
-    size_t cl = (size_t)(rp - lp - 1);
-    if (cl >= sizeof p->comm)
-        cl = sizeof p->comm - 1;
-    memcpy(p->comm, lp + 1, cl);
-    p->comm[cl] = '\0';
-    /* after ") ": field 3 state, 4 ppid, 5 pgrp, 6 session, ..., 22 starttime */
-    const char *s = rp + 1;
-    const char *end = buf + len;
-    int field = 3;
-    while (s < end && field <= 22) {
-        while (s < end && *s == ' ')
-            s++;
-        if (s >= end)
-            break;
-        const char *t = s;
-        while (t < end && *t != ' ' && *t != '\n')
-            t++;
-        char tok[32];
-        size_t tl = (size_t)(t - s) < sizeof tok - 1 ? (size_t)(t - s) : sizeof tok - 1;
-        memcpy(tok, s, tl);
-        tok[tl] = '\0';
-        switch (field) {
-        case 3: p->state = tok[0]; break;
-        case 4: p->ppid = atoi(tok); break;
-        case 5: p->pgrp = atoi(tok); break;
-        case 6: p->sid = atoi(tok); break;
-        case 22: p->start = strtoull(tok, NULL, 10); break;
-        default: break;
-        }
-        field++;
-        s = t;
-    }
-    return field > 22 ? 0 : -1;
-}
 
 static int read_stat(int pid, run_proc *p)
 {
-    char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    hbm_pstat st;
+    if (hbm_host_read_stat(NULL, pid, &st) < 0)
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    return run_parse_stat(buf, (size_t)n, p);
+    *p = (run_proc){.pid = st.pid, .ppid = st.ppid, .pgrp = st.pgrp, .sid = st.sid,
+                    .state = st.state, .start = st.starttime};
+    snprintf(p->comm, sizeof p->comm, "%s", st.comm);
+    return 0;
 }
 
 /* A leader shown as Z while other threads of it still run is not dead (research d2). */

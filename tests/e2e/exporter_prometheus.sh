@@ -50,6 +50,7 @@ scenario 21
 "$HBMCTL" exporter --once >"$tmp/once.txt"
 check "exporter --once exits 0" test $? -eq 0
 check "promtool check metrics accepts the exposition" promtool check metrics <"$tmp/once.txt"
+check "the backend used and the driver version" grep -q '^hbmctl_source_info{backend="nvml",driver_version="550.54.15",hostname=".*"} 1$' "$tmp/once.txt"
 check "device memory in the exposition" grep -q "^hbmctl_device_memory_used_bytes{device=\"0\",.*} $((21 * GIB))$" "$tmp/once.txt"
 check "a name with quotes and a backslash is escaped" grep -qF 'name="NVIDIA \"H100\" 80GB\\HBM3"' "$tmp/once.txt"
 

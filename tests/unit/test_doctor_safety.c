@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "hbm/doctor.h"
+#include "hbm/host.h"
 #include "hbm/util.h"
 
 static pid_t sleeper(void)
@@ -30,7 +31,7 @@ static pid_t sleeper(void)
     }
     /* Wait until the child runs its own image state (its stat is readable). */
     uint64_t st;
-    while (hbm_doctor_proc_starttime(c, &st, NULL) < 0)
+    while (hbm_host_starttime(NULL, c, &st, NULL) < 0)
         usleep(1000);
     return c;
 }
@@ -39,7 +40,7 @@ static bool alive(pid_t p)
 {
     char st = 0;
     uint64_t t;
-    return hbm_doctor_proc_starttime(p, &t, &st) == 0 && st != 'Z';
+    return hbm_host_starttime(NULL, p, &t, &st) == 0 && st != 'Z';
 }
 
 static void test_kill_checked(void **state)
@@ -47,7 +48,7 @@ static void test_kill_checked(void **state)
     (void)state;
     pid_t c = sleeper();
     uint64_t start;
-    assert_int_equal(hbm_doctor_proc_starttime(c, &start, NULL), 0);
+    assert_int_equal(hbm_host_starttime(NULL, c, &start, NULL), 0);
     hbm_kill_outcome o;
     hbm_err err = {{0}};
     /* The pid now names a process with another start time: a recycled pid. */
@@ -170,7 +171,7 @@ static void test_apply_recycled(void **state)
     snprintf(audit, sizeof audit, "%s/sub/audit.jsonl", d);
     pid_t c = sleeper();
     uint64_t start;
-    assert_int_equal(hbm_doctor_proc_starttime(c, &start, NULL), 0);
+    assert_int_equal(hbm_host_starttime(NULL, c, &start, NULL), 0);
     hbm_obs obs;
     hbm_obs_init(&obs);
     obs.has_host = true;

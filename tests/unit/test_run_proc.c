@@ -8,34 +8,35 @@
 
 #include <cmocka.h>
 
+#include "hbm/procfs.h"
 #include "run/run_int.h"
 
 static void test_stat(void **state)
 {
     (void)state;
-    run_proc p;
+    hbm_pstat p;
     const char *s = "1234 (VLLM::EngineCor) S 1 1200 1100 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 "
                     "9 0 987654 100000 200 18446744073709551615\n";
-    assert_int_equal(run_parse_stat(s, strlen(s), &p), 0);
+    assert_int_equal(hbm_procfs_parse_stat(s, strlen(s), &p, NULL), 0);
     assert_int_equal(p.pid, 1234);
     assert_string_equal(p.comm, "VLLM::EngineCor");
     assert_int_equal(p.state, 'S');
     assert_int_equal(p.ppid, 1);
     assert_int_equal(p.pgrp, 1200);
     assert_int_equal(p.sid, 1100);
-    assert_int_equal(p.start, 987654);
+    assert_int_equal(p.starttime, 987654);
     /* a comm holding ") " and spaces: bounded by the last ')' */
     const char *t = "77 (a) b (c) Z 5 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
-    assert_int_equal(run_parse_stat(t, strlen(t), &p), 0);
+    assert_int_equal(hbm_procfs_parse_stat(t, strlen(t), &p, NULL), 0);
     assert_string_equal(p.comm, "a) b (c");
     assert_int_equal(p.state, 'Z');
     assert_int_equal(p.ppid, 5);
-    assert_int_equal(p.start, 42);
+    assert_int_equal(p.starttime, 42);
     /* cut short: no field 22 */
     const char *u = "77 (x) S 5 77 77 0";
-    assert_int_equal(run_parse_stat(u, strlen(u), &p), -1);
-    assert_int_equal(run_parse_stat("garbage", 7, &p), -1);
-    assert_int_equal(run_parse_stat("", 0, &p), -1);
+    assert_int_equal(hbm_procfs_parse_stat(u, strlen(u), &p, NULL), -1);
+    assert_int_equal(hbm_procfs_parse_stat("garbage", 7, &p, NULL), -1);
+    assert_int_equal(hbm_procfs_parse_stat("", 0, &p, NULL), -1);
 }
 
 static void test_mountinfo(void **state)

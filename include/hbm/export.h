@@ -89,7 +89,7 @@ bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n);
 /* ---- HTTP server (libmicrohttpd, epoll) ------------------------------------------------- */
 
 typedef struct hbm_export_server_opts {
-    const char *listen;       /* "127.0.0.1:9464", "[::1]:9464", ":9464" (all IPv4) */
+    const char *listen;       /* borrowed; "127.0.0.1:9464", "[::1]:9464", ":9464" (any IPv4) */
     unsigned max_connections; /* connection limit; 0 = 2048 (lowered to fit RLIMIT_NOFILE) */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
 } hbm_export_server_opts;

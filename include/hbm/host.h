@@ -84,7 +84,8 @@ typedef struct hbm_host {
     double boot_time;         /* unix seconds of boot (btime), 0 unknown */
 
     hbm_hproc *procs;         /* processes of interest: device holders, pids asked for,
-                                 inference servers, listeners' and shm holders' owners */
+                                 inference servers, listeners' and shm holders' owners,
+                                 and the parent of each of these in state Z or D */
     size_t nprocs;
     hbm_sysv_seg *sysv;
     size_t nsysv;

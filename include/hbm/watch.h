@@ -88,6 +88,8 @@ const hbm_leak_status *hbm_leak_add(hbm_leak *d, double t, int64_t bytes, int64_
 typedef struct hbm_watch_series {
     int64_t device;          /* user id of the device */
     int64_t pid;             /* HBM_UNKNOWN for the device series */
+    uint64_t starttime;      /* the process's start time when the host facts have it, else
+                                0: a recycled pid starts a new series */
     char name[64];           /* device or process name */
     int64_t total_bytes;     /* device total, HBM_UNKNOWN */
     hbm_leak det;

@@ -125,6 +125,65 @@ static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_h
     return e;
 }
 
+/* The zombie's parent, named: only it can reap the zombie (or, once it has ended, init). */
+static void zombie_remedy(hbm_finding *x, const hbm_obs *obs, const hbm_dproc *p,
+                          const hbm_hproc *hp, const char *reset)
+{
+    char after[240];
+    snprintf(after, sizeof after,
+             "If the memory stays after the zombie is gone, threads may still be in the "
+             "driver (see /proc/%lld/task/*/stat); then reset the device: %s (hbmctl never "
+             "runs it).", (long long)p->pid, reset);
+    const hbm_hproc *parent = hp ? doc_find_proc(obs, hp->ppid) : NULL;
+    if (!hp || hp->ppid <= 0) {
+        doc_remedy(x, "A signal cannot end a zombie; its parent must reap it, and this "
+                      "observation does not say which process that is: read PPid in "
+                      "/proc/%lld/status, then end or restart that parent. %s",
+                   (long long)p->pid, after);
+    } else if (!parent) {
+        doc_remedy(x, "A signal cannot end a zombie. Its parent pid %d has not reaped it; "
+                      "this observation has no facts about pid %d (it may have exited since: "
+                      "look again). End or restart pid %d; init then reaps the zombie and the "
+                      "driver frees the memory. %s",
+                   hp->ppid, hp->ppid, hp->ppid, after);
+    } else if (parent->pid == 1) {
+        doc_remedy(x, "A signal cannot end a zombie. Its parent is pid 1 (%s), which should "
+                      "reap it but has not: a container whose first process is not an init "
+                      "never reaps. Restart that container (and run servers under an init: "
+                      "`docker run --init`, or `hbmctl run` as pid 1); the driver frees the "
+                      "memory when the zombie is reaped. %s",
+                   parent->comm, after);
+    } else {
+        char cmd[96] = "";
+        if (parent->cmdline && parent->cmdline[0])
+            snprintf(cmd, sizeof cmd, ", `%.60s%s`", parent->cmdline,
+                     strlen(parent->cmdline) > 60 ? "..." : "");
+        doc_remedy(x, "A signal cannot end a zombie. pid %d (%s%s) has not reaped it: "
+                      "it must wait() for its child, or end. End or restart pid %d (its "
+                      "service, or kill %d); init then reaps the zombie and the driver frees "
+                      "the memory. %s",
+                   parent->pid, parent->comm, cmd, parent->pid, parent->pid, after);
+    }
+}
+
+static json_t *parent_evidence(const hbm_obs *obs, const hbm_hproc *hp, double now)
+{
+    const hbm_hproc *pp = doc_find_proc(obs, hp->ppid);
+    if (!pp)
+        return json_null();
+    json_t *e = json_object();
+    char st[2] = {pp->state, 0};
+    json_object_set_new(e, "pid", json_integer(pp->pid));
+    json_object_set_new(e, "name", json_string(pp->comm));
+    json_object_set_new(e, "proc_state", json_string(st));
+    json_object_set_new(e, "starttime", json_integer((json_int_t)pp->starttime));
+    double age = doc_age(obs, pp, now);
+    json_object_set_new(e, "age_seconds", age >= 0 ? json_real(age) : json_null());
+    if (pp->cmdline && pp->cmdline[0])
+        json_object_set_new(e, "cmdline", json_string(pp->cmdline));
+    return e;
+}
+
 static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
                             hbm_findings *out)
 {
@@ -156,17 +215,10 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
                          hp->comm);
             }
         } else if (p->state == HBM_PID_ZOMBIE) {
-            const hbm_hproc *parent = hp ? doc_find_proc(obs, hp->ppid) : NULL;
             x = doc_add(out, "zombie-holder", HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is a zombie; the driver still counts %s for it",
                         (long long)p->pid, name, label, sz);
-            doc_remedy(x, "A signal cannot end a zombie. Its parent pid %d (%s) must reap "
-                          "it: stop or restart that parent. If the memory stays after the "
-                          "zombie is gone, threads may still be in the driver (see "
-                          "/proc/%lld/task/*/stat); then reset the device: %s (hbmctl never "
-                          "runs it).",
-                       hp ? hp->ppid : -1, parent ? parent->comm : "unknown",
-                       (long long)p->pid, reset);
+            zombie_remedy(x, obs, p, hp, reset);
         } else if (p->state == HBM_PID_STUCK) {
             x = doc_add(out, "stuck-holder", HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is stuck in the kernel (D state%s%s) holding %s",
@@ -187,6 +239,8 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
         }
         if (x)
             json_object_set_new(x->evidence, "process", proc_evidence(obs, p, hp, now));
+        if (x && hp && (p->state == HBM_PID_ZOMBIE || p->state == HBM_PID_STUCK))
+            json_object_set_new(x->evidence, "parent", parent_evidence(obs, hp, now));
     }
 }
 

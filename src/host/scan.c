@@ -246,6 +246,44 @@ static int record(scan_ctx *c, int pidfd, int pid, hits *hit, size_t *cap, hbm_e
     return 0;
 }
 
+/* A zombie is freed only when its parent reaps it, and a process stuck in D state is often
+ * waited for by its parent: the remedy names that parent, so it is recorded too (one level;
+ * a parent already recorded for what it holds is not read twice). Parents that exited in
+ * the meantime are skipped like any vanished process. */
+static int record_parents(scan_ctx *c, size_t *cap, hbm_err *err)
+{
+    size_t n = c->h->nprocs;
+    int *ppids = hbm_xcalloc(n ? n : 1, sizeof *ppids);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hbm_hproc *p = &c->h->procs[i];
+        if ((p->state == 'Z' || p->state == 'D') && p->ppid > 0)
+            ppids[np++] = p->ppid;
+    }
+    qsort(ppids, np, sizeof *ppids, cmp_int);
+    int rc = 0;
+    for (size_t i = 0; i < np && rc == 0; i++) {
+        int pp = ppids[i];
+        if (i > 0 && ppids[i - 1] == pp)
+            continue;
+        bool have = false;
+        for (size_t k = 0; k < c->h->nprocs && !have; k++)
+            have = c->h->procs[k].pid == pp;
+        if (have)
+            continue;
+        char rel[16];
+        snprintf(rel, sizeof rel, "%d", pp);
+        int pidfd = openat(c->procfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (pidfd < 0)
+            continue;
+        hits hit = {0};
+        rc = record(c, pidfd, pp, &hit, cap, err);
+        close(pidfd);
+    }
+    free(ppids);
+    return rc;
+}
+
 static int scan_procs(scan_ctx *c, hbm_err *err)
 {
     DIR *d = fdopendir(dup(c->procfd));
@@ -278,6 +316,8 @@ static int scan_procs(scan_ctx *c, hbm_err *err)
         close(pidfd);
     }
     closedir(d);
+    if (rc == 0)
+        rc = record_parents(c, &cap, err);
     if (rc == 0 && c->h->nprocs)
         qsort(c->h->procs, c->h->nprocs, sizeof *c->h->procs, cmp_proc);
     return rc;

@@ -56,6 +56,16 @@ static hbm_watch_series *get_series(hbm_watch *w, int64_t device, int64_t pid)
     return s;
 }
 
+/* Forgets a series' history and detector state, keeping its key. */
+static void restart_series(const hbm_watch *w, hbm_watch_series *s)
+{
+    s->nhist = s->ihist = 0;
+    hbm_leak_params p = w->params;
+    p.threshold_bytes = HBM_UNKNOWN;
+    p.threshold_ratio = NAN;
+    hbm_leak_init(&s->det, &p);
+}
+
 static void feed(hbm_watch_series *s, uint64_t gen, double t, int64_t bytes, int64_t total)
 {
     s->seen_gen = gen;
@@ -84,6 +94,14 @@ void hbm_watch_update(hbm_watch *w, const hbm_obs *obs, double t)
             hbm_watch_series *ps = get_series(w, id, p->pid);
             if (ps->seen_gen == w->gen)
                 continue; /* listed twice on one chip: count it once */
+            const hbm_hproc *hp = obs->has_host && p->pid <= INT32_MAX
+                                      ? hbm_host_find(&obs->host, (int)p->pid)
+                                      : NULL;
+            if (hp && hp->starttime) {
+                if (ps->starttime && ps->starttime != hp->starttime)
+                    restart_series(w, ps); /* another process got this pid */
+                ps->starttime = hp->starttime;
+            }
             snprintf(ps->name, sizeof ps->name, "%s", p->name);
             feed(ps, w->gen, t, p->memory_bytes, d->memory_total_bytes);
         }

@@ -6,17 +6,8 @@
 # chip, and a live observation replayed from its snapshot.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+scratch
+fake_dcmi
 mkdir -p "$tmp/dev"
 : >"$tmp/dev/davinci_manager"
 : >"$tmp/dev/davinci4"
@@ -32,19 +23,6 @@ holder() {
 }
 
 hbm() { "$HBMCTL" "$@"; }
-
-# A /proc under a root prefix showing this test's processes (and hbmctl itself): with
-# kthreadd, as the host's PID namespace shows it; without, as a container's does. This makes
-# both judgements reproducible wherever the test itself runs.
-make_root() { # dir with-kthreadd
-    mkdir -p "$1/proc"
-    for f in self stat meminfo uptime; do ln -s "/proc/$f" "$1/proc/$f"; done
-    for p in "${pids[@]}"; do ln -s "/proc/$p" "$1/proc/$p"; done
-    if [ "$2" = yes ]; then
-        mkdir "$1/proc/2"
-        echo "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 2 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0" >"$1/proc/2/stat"
-    fi
-}
 
 # ---- 8 x 910B3: chips 0-3 idle, 4-7 each held by one real process -------------------------
 held=()

@@ -5,16 +5,8 @@
 # to act on a snapshot; the audit log records what was done.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+scratch KILL
+fake_dcmi
 export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
 sleep 300 &
 worker=$!

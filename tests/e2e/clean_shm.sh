@@ -15,15 +15,8 @@ if [ -z "${DOC_IN_NS:-}" ]; then
 fi
 . "$HBM_SRC/tests/e2e/common.bash"
 mount -t tmpfs -o size=1m tmpfs /dev/shm || { echo "FAIL: cannot mount /dev/shm"; exit 1; }
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+scratch KILL
+fake_dcmi
 export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
 echo '{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "910B3",
       "health": "OK", "hbm": {"total_mb": 65536, "used_mb": 3400}, "processes": []}]}]}' \

@@ -5,10 +5,8 @@
 # has no listener. The tree's pids are not real, so only reading commands run here.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+scratch
+fake_dcmi
 root="$HBM_SRC/tests/fixtures/doctor/root-broken"
 python3 - "$tmp/scenario.json" <<'PY'
 import json, sys

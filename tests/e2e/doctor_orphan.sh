@@ -6,15 +6,8 @@
 # the memory and reports it per device.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+scratch KILL
+fake_dcmi
 export HBMCTL_AUDIT_LOG="$tmp/log/audit.jsonl"
 GIB=1073741824
 
@@ -60,8 +53,21 @@ check "orphan-holder's action is a kill of that pid" \
     [ "$(j '.findings[] | select(.id == "orphan-holder") | "\(.action.kind) \(.action.pid)"')" = "kill $orphan" ]
 check "zombie-holder names the zombie" \
     [ "$(j ".findings[] | select(.id == \"zombie-holder\") | .evidence.process.pid")" = "$zombie" ]
-check "zombie-holder's remedy names the parent that must reap it" \
-    bash -c "jq -r '.findings[] | select(.id == \"zombie-holder\") | .remedy' '$tmp/doctor.json' | grep -q 'parent pid $zparent'"
+zremedy=$(j '.findings[] | select(.id == "zombie-holder") | .remedy')
+check "zombie-holder's remedy names the parent that must reap it: $zremedy" \
+    bash -c "grep -q 'pid $zparent (doc_proc, .*) has not reaped it' <<<'$zremedy'"
+check "zombie-holder's remedy says to end or restart that parent" \
+    bash -c "grep -q 'End or restart pid $zparent' <<<'$zremedy'"
+check "zombie-holder's evidence has the parent's pid, name and start time" \
+    [ "$(j '.findings[] | select(.id == "zombie-holder") | .evidence.parent | "\(.pid) \(.name) \(.starttime)"')" = \
+      "$zparent doc_proc $(sed 's/.*) //' "/proc/$zparent/stat" | cut -d' ' -f20)" ]
+# The parent is one more host holder in a snapshot: a replay names it the same way.
+"$HBMCTL" snapshot --backend dcmi -o "$tmp/snap.json"
+check "the snapshot carries the zombie's parent as a holder" \
+    [ "$(jq "[.host.holders[] | select(.pid == $zparent)] | length" "$tmp/snap.json")" -eq 1 ]
+"$HBMCTL" doctor --snapshot "$tmp/snap.json" --json >"$tmp/replay.json"
+check "doctor --snapshot gives the same zombie remedy" \
+    [ "$(jq -r '.findings[] | select(.id == "zombie-holder") | .remedy' "$tmp/replay.json")" = "$zremedy" ]
 check "stuck-holder names the D-state process and where it waits" \
     [ "$(j '.findings[] | select(.id == "stuck-holder") | "\(.evidence.process.pid) \(.evidence.process.proc_state)"')" = "$dpid D" ]
 check "stuck-holder's evidence has the wait channel and the age" \

@@ -5,14 +5,7 @@
 # with the fake NVML (a device backend) the checks run by default and name the holders.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+scratch
 unset HBMCTL_CATALOG
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -96,8 +89,7 @@ if [ -e "$HBM_FAKES/libnvidia-ml.so.1" ]; then
    "compute": [{"pid": $holder, "used_memory": $((69 * 1073741824))}], "graphics": []}]}
 JSON
     printf '%s\n' 'ValueError: Free memory on device cuda:0 (10.00/80.00 GiB) on startup is less than desired GPU memory utilization (0.9, 72.00 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.' >"$tmp/fm.log"
-    export HBMCTL_NVML_LIB="$HBM_FAKES/libnvidia-ml.so.1" HBMCTL_DCMI_LIB="$tmp/none.so"
-    export HBM_FAKE_NVML_SCENARIO="$tmp/scenario.json"
+    fake_nvml
     json=$("$HBMCTL" explain --json "$tmp/fm.log")
     check "devices: live by default" test "$(jq -r '.findings[0].live.source' <<<"$json")" = "this host, nvml backend"
     check "devices: the holder and its memory" test \

@@ -58,5 +58,7 @@ check "binary installed" test -x "$tmp/prefix/bin/hbmctl"
 check "man page installed in share/man/man1" cmp -s "$man1" "$tmp/prefix/share/man/man1/hbmctl.1"
 check "completion installed as share/bash-completion/completions/hbmctl" \
     cmp -s "$comp" "$tmp/prefix/share/bash-completion/completions/hbmctl"
-check "man finds the installed page" test -n "$(MANPATH="$tmp/prefix/share/man" man -w hbmctl 2>/dev/null)"
+if command -v man >/dev/null; then
+    check "man finds the installed page" test -n "$(MANPATH="$tmp/prefix/share/man" man -w hbmctl 2>/dev/null)"
+fi
 finish

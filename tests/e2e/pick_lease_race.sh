@@ -19,8 +19,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
-export HBM_FAKE_DCMI_SCENARIO="$tmp/scenario.json"
+fake_dcmi
 export HBMCTL_LEASE_DIR="$tmp/leases"
 
 # 8 idle 910B3 chips; topology: chips 0-3 and 4-7 are two HCCS domains joined through SYS.

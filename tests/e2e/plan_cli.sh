@@ -6,14 +6,7 @@
 # named in the advice), plus a live observation that fails (exit 2, said so).
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+scratch
 GIB=1073741824
 MIB=1048576
 fix="$HBM_SRC/tests/fixtures/models"
@@ -103,9 +96,7 @@ hbm plan "$fix/qwen3-0.6b" --device H100-80G --gpu-memory-utilization 1.7 >"$tmp
 check "bad flag exits 2" test $? -eq 2
 
 # --device auto over the fake NVML: a real process holds 30 GiB of an H100
-export HBMCTL_NVML_LIB="$HBM_FAKES/libnvidia-ml.so.1"
-export HBMCTL_DCMI_LIB="$tmp/no-such-libdcmi.so"
-export HBM_FAKE_NVML_SCENARIO="$tmp/scenario.json"
+fake_nvml
 sleep 600 &
 pids+=($!)
 holder=$!

@@ -130,10 +130,10 @@ check "HTTP 500: exit 1" test "$rc" -eq 1
 check "HTTP 500 named" grep -q "HTTP 500" <<<"$out"
 start=$(date +%s.%N)
 probe --no-devices --url "http://127.0.0.1:$port/slow" --timeout 1s
-took=$(echo "$(date +%s.%N) - $start" | bc)
+took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
 check "no answer within --timeout: exit 1" test "$rc" -eq 1
 check "timeout named" grep -q "no answer within 1s" <<<"$out"
-check "gave up near the timeout (took $took s)" test "$(echo "$took < 10" | bc)" = 1
+check "gave up near the timeout (took $took s)" awk -v t="$took" 'BEGIN {exit !(t < 10)}'
 probe --no-devices --url "http://127.0.0.1:$port/slow" --timeout 60s --deadline 1s
 check "deadline passed: exit 2" test "$rc" -eq 2
 check "deadline named" grep -q "deadline passed" <<<"$out"

@@ -7,58 +7,13 @@
  *                                  (state D) while its child lives; prints "PARENT CHILD"
  *   doc_proc sleep                 a plain live process; prints its pid */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* The shell waits for a command substitution's process to exit, so a process that must
- * stay runs in a child: the caller's process prints what the child reports and exits. */
-static int report_fd = -1;
-
-static void background(void)
-{
-    int p[2];
-    if (pipe(p) < 0)
-        exit(1);
-    pid_t c = fork();
-    if (c < 0)
-        exit(1);
-    if (c > 0) {
-        close(p[1]);
-        char buf[256];
-        ssize_t n = read(p[0], buf, sizeof buf - 1);
-        if (n <= 0)
-            exit(1);
-        fwrite(buf, 1, (size_t)n, stdout);
-        exit(0);
-    }
-    close(p[0]);
-    report_fd = p[1];
-}
-
-static void report(const char *fmt, ...)
-{
-    char buf[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (write(report_fd, buf, (size_t)n) != n)
-        _exit(1);
-    close(report_fd);
-}
-
-static void linger(void)
-{
-    if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-        _exit(1);
-    alarm(300);
-    for (;;)
-        pause();
-}
+#include "doc_common.h"
 
 int main(int argc, char **argv)
 {

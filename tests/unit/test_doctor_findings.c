@@ -128,7 +128,12 @@ static void test_holders(void **state)
     const hbm_finding *z = find(&f, "zombie-holder", 0);
     assert_non_null(z);
     assert_int_equal(z->action.kind, HBM_ACT_NONE);
-    assert_non_null(strstr(z->remedy, "parent pid 4100 (bash) must reap it"));
+    assert_non_null(strstr(z->remedy, "pid 4100 (bash, `/bin/bash`) has not reaped it"));
+    assert_non_null(strstr(z->remedy, "End or restart pid 4100"));
+    assert_non_null(strstr(z->remedy, "npu-smi set -t reset -i 3 -c 0"));
+    json_t *zp = json_object_get(z->evidence, "parent");
+    assert_int_equal(json_integer_value(json_object_get(zp, "pid")), 4100);
+    assert_string_equal(json_string_value(json_object_get(zp, "name")), "bash");
     const hbm_finding *s = find(&f, "stuck-holder", 0);
     assert_non_null(strstr(s->summary, "D state at uvm_spin_loop"));
     assert_int_equal(s->action.kind, HBM_ACT_NONE);
@@ -155,6 +160,50 @@ static void test_holders(void **state)
 
 /* Seed 000: npu-smi's Hugepages-Usage at 100% on a 310P is the card's memory held by the
  * leftover process; the remedy is ending it, not ipcrm. */
+/* The zombie's parent as the observation knows it: not recorded, pid 1, a long command line
+ * (the remedy stays whole, with the reset command at its end). */
+static void test_zombie_parents(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    host_on(&obs);
+    dproc(npu(&obs, 0, 5), 5001, 1, HBM_PID_ZOMBIE);
+    hproc(&obs, 5001, 5100, 'Z', "python3", "");
+    dproc(npu(&obs, 1, 5), 5002, 1, HBM_PID_ZOMBIE);
+    hproc(&obs, 5002, 1, 'Z', "python3", "");
+    hproc(&obs, 1, 0, 'S', "sleep", "sleep infinity");
+    dproc(npu(&obs, 2, 5), 5003, 1, HBM_PID_ZOMBIE);
+    hproc(&obs, 5003, 5200, 'Z', "python3", "");
+    char longcmd[400];
+    memset(longcmd, 'x', sizeof longcmd - 1);
+    longcmd[sizeof longcmd - 1] = '\0';
+    hproc(&obs, 5200, 1, 'S', "python3.11-with-a-long-name", longcmd);
+    hbm_findings f;
+    hbm_doctor_findings(&obs, NULL, &f);
+    assert_int_equal(count(&f, "zombie-holder"), 3);
+    for (int i = 0; i < 3; i++) {
+        const hbm_finding *z = find(&f, "zombie-holder", i);
+        char reset[64];
+        snprintf(reset, sizeof reset, "npu-smi set -t reset -i %d -c 0", (int)z->device);
+        assert_non_null(strstr(z->remedy, reset));
+        assert_true(strlen(z->remedy) + 1 < sizeof z->remedy);
+        json_t *par = json_object_get(z->evidence, "parent");
+        if (z->device == 0) {
+            assert_non_null(strstr(z->remedy, "parent pid 5100 has not reaped it"));
+            assert_true(json_is_null(par));
+        } else if (z->device == 1) {
+            assert_non_null(strstr(z->remedy, "parent is pid 1 (sleep)"));
+            assert_int_equal(json_integer_value(json_object_get(par, "pid")), 1);
+        } else {
+            assert_non_null(strstr(z->remedy, "pid 5200 (python3.11-with-a-long-name, `xxx"));
+            assert_non_null(strstr(z->remedy, "xxx...`) has not reaped it"));
+        }
+    }
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+}
+
 static void test_device_hugepages(void **state)
 {
     (void)state;
@@ -399,6 +448,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_holders),
+        cmocka_unit_test(test_zombie_parents),
         cmocka_unit_test(test_device_hugepages),
         cmocka_unit_test(test_unaccounted_and_reset),
         cmocka_unit_test(test_shared_memory),

@@ -221,11 +221,9 @@ static void test_apply_recycled(void **state)
     rmrf(d);
 }
 
-static void test_sysv_recheck(void **state)
+/* A SysV segment whose creator has exited and that nobody attached: its id (key in *key). */
+static int dead_segment(int64_t *key)
 {
-    (void)state;
-    char why[300];
-    /* Creator dead, never attached: stale. */
     int p[2];
     assert_int_equal(pipe(p), 0);
     pid_t c = fork();
@@ -233,12 +231,24 @@ static void test_sysv_recheck(void **state)
         int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
         _exit(write(p[1], &id, sizeof id) == sizeof id ? 0 : 1);
     }
-    int dead;
-    assert_int_equal(read(p[0], &dead, sizeof dead), (ssize_t)sizeof dead);
+    int id;
+    assert_int_equal(read(p[0], &id, sizeof id), (ssize_t)sizeof id);
     waitpid(c, NULL, 0);
+    close(p[0]);
+    close(p[1]);
     struct shmid_ds ds;
-    assert_int_equal(shmctl(dead, IPC_STAT, &ds), 0);
-    int64_t key = (int64_t)(uint32_t)ds.shm_perm.__key;
+    assert_int_equal(shmctl(id, IPC_STAT, &ds), 0);
+    *key = (int64_t)(uint32_t)ds.shm_perm.__key;
+    return id;
+}
+
+static void test_sysv_recheck(void **state)
+{
+    (void)state;
+    char why[300];
+    /* Creator dead, never attached: stale. */
+    int64_t key;
+    int dead = dead_segment(&key);
     assert_int_equal(hbm_doctor_sysv_stale_now(dead, key, why, sizeof why), 1);
     /* Attached now (by us): kept. */
     void *a = shmat(dead, NULL, 0);
@@ -254,13 +264,12 @@ static void test_sysv_recheck(void **state)
     assert_non_null(strstr(why, "already gone"));
     /* Creator alive (like the CANN log daemon): kept. */
     int mine = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    struct shmid_ds ds;
     assert_int_equal(shmctl(mine, IPC_STAT, &ds), 0);
     assert_int_equal(hbm_doctor_sysv_stale_now(mine, (int64_t)(uint32_t)ds.shm_perm.__key, why,
                                                sizeof why), 0);
     assert_non_null(strstr(why, "creator"));
     shmctl(mine, IPC_RMID, NULL);
-    close(p[0]);
-    close(p[1]);
 }
 
 /* True when some process's mappings cannot be read (a sandbox's init): then nothing may be
@@ -313,26 +322,6 @@ static hbm_clean_step *step(hbm_clean_plan *p, hbm_action_kind kind)
     s->action.kind = kind;
     snprintf(s->finding_id, sizeof s->finding_id, "stale");
     return s;
-}
-
-static int dead_segment(int64_t *key)
-{
-    int p[2];
-    assert_int_equal(pipe(p), 0);
-    pid_t c = fork();
-    if (c == 0) {
-        int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
-        _exit(write(p[1], &id, sizeof id) == sizeof id ? 0 : 1);
-    }
-    int id;
-    assert_int_equal(read(p[0], &id, sizeof id), (ssize_t)sizeof id);
-    waitpid(c, NULL, 0);
-    close(p[0]);
-    close(p[1]);
-    struct shmid_ds ds;
-    assert_int_equal(shmctl(id, IPC_STAT, &ds), 0);
-    *key = (int64_t)(uint32_t)ds.shm_perm.__key;
-    return id;
 }
 
 /* apply removes a segment whose creator died and nobody attaches, keeps one that a live

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -199,6 +200,66 @@ static void test_zombie(void **state)
     assert_int_equal(p->ndev_paths, 0);
     assert_true(p->starttime > 0);
     assert_true(hbm_host_pid_matches(NULL, z, p->starttime));
+    hbm_host_free(&h);
+}
+
+/* The parent of a zombie is recorded although it holds nothing and nobody asked for it: a
+ * real intermediate process that forks a child and never reaps it. A live child's parent is
+ * not recorded, and only one level is (the zombie's grandparent is not). */
+static void test_zombie_parent(void **state)
+{
+    (void)state;
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t parent = track(fork());
+    if (parent == 0) {
+        close(pfd[0]);
+        prctl(PR_SET_NAME, "hbm-zparent");
+        pid_t z = fork();
+        if (z == 0)
+            _exit(0);
+        (void)!write(pfd[1], &z, sizeof z);
+        for (;;)
+            pause(); /* never reaps: z stays a zombie */
+    }
+    close(pfd[1]);
+    pid_t z = -1;
+    assert_int_equal(read(pfd[0], &z, sizeof z), sizeof z);
+    close(pfd[0]);
+    pid_t live = track(fork());
+    if (live == 0) {
+        for (;;)
+            pause();
+    }
+    /* the zombie appears once the child has exited: poll its state */
+    bool zombie = false;
+    for (int i = 0; i < 3000 && !zombie; i++) {
+        uint64_t st;
+        char c = 0;
+        zombie = hbm_host_starttime(NULL, z, &st, &c) == 0 && c == 'Z';
+        if (!zombie)
+            usleep(10000);
+    }
+    assert_true(zombie);
+    int want[] = {z, live};
+    hbm_host h;
+    scan(&h, want, 2);
+    const hbm_hproc *zp = hbm_host_find(&h, z);
+    assert_non_null(zp);
+    assert_int_equal(zp->state, 'Z');
+    assert_int_equal(zp->ppid, parent);
+    const hbm_hproc *pp = hbm_host_find(&h, parent);
+    assert_non_null(pp);
+    assert_string_equal(pp->comm, "hbm-zparent");
+    assert_int_equal(pp->ppid, getpid());
+    assert_true(pp->state == 'S' || pp->state == 'R');
+    assert_true(hbm_host_pid_matches(NULL, parent, pp->starttime));
+    assert_int_equal(pp->ndev_paths, 0);
+    assert_non_null(pp->cmdline);
+    /* the live child's parent (this test) and the zombie's grandparent (also this test) are
+     * not recorded: it holds nothing here */
+    assert_non_null(hbm_host_find(&h, live));
+    assert_null(hbm_host_find(&h, getpid()));
     hbm_host_free(&h);
 }
 
@@ -492,6 +553,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sysv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zombie, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zombie_parent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zombie_leader, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_listener, setup, teardown),

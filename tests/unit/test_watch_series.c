@@ -1,12 +1,14 @@
 /* Series bookkeeping across observations: one series per device and per device process,
  * history in order, series of vanished processes dropped, a staircase in one process's
- * memory reported for that process only, and memory limits as users write them. */
+ * memory reported for that process only, a recycled pid starting afresh, and memory limits
+ * as users write them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -116,6 +118,30 @@ static void test_process_staircase(void **state)
     hbm_watch_free(&w);
 }
 
+/* A pid the host shows with another start time is another process: its series starts
+ * afresh instead of inheriting the old one's history and steps. */
+static void test_recycled_pid(void **state)
+{
+    (void)state;
+    hbm_watch w;
+    hbm_watch_init(&w, NULL);
+    hbm_obs obs;
+    for (int t = 0; t < 4; t++) {
+        make_obs(&obs, 4 * HBM_GIB, false);
+        obs.has_host = true;
+        obs.host.procs = calloc(1, sizeof *obs.host.procs);
+        obs.host.nprocs = 1;
+        obs.host.procs[0].pid = 100;
+        obs.host.procs[0].starttime = t < 3 ? 5000 : 9000;
+        hbm_watch_update(&w, &obs, t);
+        const hbm_watch_series *p = hbm_watch_find(&w, 1, 100);
+        assert_int_equal(p->nhist, t < 3 ? (size_t)t + 1 : 1);
+        assert_int_equal(p->starttime, t < 3 ? 5000 : 9000);
+        hbm_obs_free(&obs);
+    }
+    hbm_watch_free(&w);
+}
+
 static void test_parse_limit(void **state)
 {
     (void)state;
@@ -143,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_series_lifecycle),
         cmocka_unit_test(test_history_wraps),
         cmocka_unit_test(test_process_staircase),
+        cmocka_unit_test(test_recycled_pid),
         cmocka_unit_test(test_parse_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,6 +73,11 @@ int hbm_lease_list(const char *dir, hbm_lease_info **out, size_t *n, hbm_err *er
 int hbm_lease_spawn_holder(const char *name, const int *fds, const int64_t *devices,
                            size_t n, int hold_pid, pid_t *holder, hbm_err *err);
 
+/* Whether info->pid has info->path open right now (same inode among its fds). Lease files
+ * are writable by every user, so their content is a claim: check it before signalling the
+ * pid it names. */
+bool hbm_lease_pid_holds(const hbm_lease_info *info);
+
 /* ---- pick: choosing devices ------------------------------------------------------------ */
 
 /* Pointers are borrowed. */

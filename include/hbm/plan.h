@@ -164,6 +164,16 @@ typedef struct hbm_plan_input {
     int64_t kv_cache_memory_bytes;
     const char *vllm_version;    /* borrowed: "0.11.0"; NULL = newest rules */
     const char *served_model;    /* borrowed: model argument as given, for the flag line */
+    /* flags given that change device memory but are not modelled (static table names);
+     * filled by hbm_plan_args_from_argv, named in a note of the result */
+    const char *unmodelled[16];
+    size_t nunmodelled;
+    /* with a live device: the ids used (logic ids on Ascend, indices on NVIDIA; borrowed)
+     * and the visible-device variable that chose them ("CUDA_VISIBLE_DEVICES=2,3", borrowed;
+     * NULL when unset) */
+    const int64_t *device_ids;
+    size_t ndevice_ids;
+    const char *visible_devices;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -172,8 +182,10 @@ void hbm_plan_input_init(hbm_plan_input *in);
 /* Fills the serving flags (and model_path, when unset) from a command line such as
  * `vllm serve MODEL --tensor-parallel-size 2 ...` or `python -m
  * vllm.entrypoints.openai.api_server --model MODEL ...`; accepts --flag=value and
- * underscore spellings. Flags that do not matter for memory are skipped. Strings are
- * borrowed from argv. Fails on a memory flag with a bad value, naming it. */
+ * underscore spellings. Other flags are skipped (with their value when the flag table says
+ * they take one; unknown ones alone), and those that change memory unmodelled are listed in
+ * in->unmodelled. Strings are borrowed from argv. Fails on a memory flag with a bad value,
+ * naming it. */
 int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
 
 /* One start-up check that fails, in vLLM's words. */
@@ -228,6 +240,9 @@ typedef struct hbm_plan_result {
     hbm_plan_model model;     /* owned */
     char **notes;             /* owned: assumptions and estimates, one line each */
     size_t nnotes;
+    int64_t *device_ids;      /* owned: live devices planned for (see hbm_plan_input) */
+    size_t ndevice_ids;
+    char visible_devices[160]; /* the variable that chose them, "" when unset */
 } hbm_plan_result;
 
 void hbm_plan_result_free(hbm_plan_result *r);
@@ -243,6 +258,30 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r);
  * vLLM's words, recommendations and the flag line; lines fit width columns (>= 60).
  * color adds ANSI colour. Returns an owned string. */
 char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color);
+
+/* ---- the vLLM flags the planner knows ---------------------------------------------------- */
+
+typedef enum hbm_plan_flag_use {
+    HBM_PLAN_FLAG_MODELLED = 1, /* read into hbm_plan_input */
+    HBM_PLAN_FLAG_IGNORED,      /* does not change device memory: accepted and skipped */
+    HBM_PLAN_FLAG_UNMODELLED,   /* changes device memory, not modelled: vLLM's default assumed */
+} hbm_plan_flag_use;
+
+typedef struct hbm_plan_flag {
+    const char *name;       /* "--max-model-len" (static) */
+    bool value;             /* takes a value (next word or =VALUE) */
+    hbm_plan_flag_use use;
+} hbm_plan_flag;
+
+/* The whole table, in documentation order. */
+const hbm_plan_flag *hbm_plan_flags(size_t *n);
+/* The entry for an argument as typed ("--max_model_len=8", "-O3", "--no-enable-prefix-caching",
+ * "--compilation-config.cudagraph_mode"); NULL when unknown. *attached (may be NULL) says the
+ * value is in the argument itself. */
+const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached);
+/* The known name nearest to an unknown argument, from the table and extra (NULL-terminated,
+ * may be NULL): a few edits away, or the one name it abbreviates; NULL when none is close. */
+const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra);
 
 /* The one-paragraph verdict alone (for `hbmctl run --preflight`). Owned string. */
 char *hbm_plan_verdict_text(const hbm_plan_result *r);

@@ -15,10 +15,10 @@ enum { OPT_LIST = CLI_OPT_FIRST_FREE, OPT_CATALOG, OPT_LIVE, OPT_NO_LIVE };
 static void help(void)
 {
     printf("usage: hbmctl explain [OPTIONS] [LOG|-]\n\n"
-           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA) and,\n"
-           "for each known failure, prints the first line that shows it (with its line number and\n"
-           "how often it repeats), the cause, what the numbers in it mean, the remedies in the order\n"
-           "to try, and what this host shows now. Logs are streamed (any size); ANSI colours and\n"
+           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA,\n"
+           "NCCL) and, for each known failure, prints the first line that shows it (with its line\n"
+           "number and how often it repeats), the cause, what the numbers in it mean, the remedies\n"
+           "in the order to try, and what this host shows now. Logs are streamed (any size); ANSI colours and\n"
            "docker / Kubernetes timestamps are tolerated. Without LOG, standard input is read.\n\n"
            "options:\n"
            "  --list             print the signature catalogue and exit\n"

@@ -23,18 +23,23 @@ static void plan_help(void)
         "device:\n"
         "  --device NAME      a known device (910B1..910B4, 910, 310P3, A100-40G, A100-80G,\n"
         "                     H100-80G, H200, H20, L40S, 4090, 3090, A10; --list-devices)\n"
-        "  --device auto      the live host: first TP x PP devices, their free memory and holders\n"
+        "  --device auto      the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
+        "                     ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"
+        "                     memory and holders\n"
         "  --mem SIZE         total memory as the framework sees it (e.g. 43.24GiB)\n"
         "  --free SIZE        free memory at start-up (default: all of it, or live)\n"
         "  --platform P       cuda or ascend (with --mem; default cuda)\n"
         "  --vllm-version V   rules of that release (vllm-ascend release on Ascend); default newest\n"
         "  --list-devices     print the device table and exit\n"
+        "  --list-flags       print the vLLM flags accepted before '--' and what each does here\n"
         "\n"
         "vLLM flags (same names, same defaults as vLLM for that version and device):\n"
         "  --tensor-parallel-size --pipeline-parallel-size --gpu-memory-utilization\n"
         "  --max-model-len --max-num-seqs --max-num-batched-tokens --kv-cache-dtype\n"
         "  --block-size --quantization --dtype --enforce-eager --kv-cache-memory-bytes\n"
-        "  After '--', a whole 'vllm serve MODEL ...' line is read the same way.\n"
+        "  Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
+        "  is an error (exit 2) naming the nearest known one. After '--', a whole\n"
+        "  'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n"
         "\n"
         "output:\n" CLI_COMMON_HELP
         "\n"
@@ -53,9 +58,59 @@ static void list_devices(void)
                (double)d[i].total_bytes / 1073741824.0, d[i].source);
 }
 
-/* The live devices vLLM would use: the first tp x pp of the observation. */
+/* The devices a visible-device variable leaves, in its order, as vLLM's framework would
+ * see them. CUDA takes indices or GPU- UUID prefixes and stops at the first entry it cannot
+ * use; the Ascend runtime takes logic ids and refuses a list out of range or out of order.
+ * Returns the count, or -1 with the reason in why. */
+static long visible_list(hbm_obs *obs, hbm_vendor vendor, const char *val, size_t *out,
+                         size_t cap, char *why, size_t whylen)
+{
+    long n = 0;
+    int64_t last = -1;
+    char *copy = hbm_xstrdup(val), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*t))
+            t++;
+        size_t l = strlen(t);
+        while (l && isspace((unsigned char)t[l - 1]))
+            t[--l] = 0;
+        hbm_device *d = NULL;
+        char *end;
+        long long id = strtoll(t, &end, 10);
+        if (l && !*end && end != t && id >= 0)
+            d = hbm_obs_find_device(obs, id);
+        else if (vendor == HBM_VENDOR_NVIDIA && !strncmp(t, "GPU-", 4))
+            for (size_t k = 0; k < obs->ndevs && !d; k++)
+                if (!strncmp(obs->devs[k].uuid, t, l))
+                    d = &obs->devs[k];
+        for (long k = 0; d && k < n; k++)
+            if (&obs->devs[out[k]] == d)
+                d = NULL; /* named twice: CUDA treats it as invalid */
+        if (vendor == HBM_VENDOR_ASCEND && (!d || hbm_device_user_id(d) <= last)) {
+            snprintf(why, whylen, "%s: \"%s\" %s", val, t,
+                     !d ? "is not a logic id of this host (hbmctl status lists them)"
+                        : "breaks the ascending order the Ascend runtime requires");
+            free(copy);
+            return -1;
+        }
+        if (!d) {
+            /* CUDA sees the devices before an entry it cannot use, and none after it */
+            snprintf(why, whylen, "CUDA stops at \"%s\": no such device here", t);
+            break;
+        }
+        last = hbm_device_user_id(d);
+        if ((size_t)n < cap)
+            out[n++] = (size_t)(d - obs->devs);
+    }
+    free(copy);
+    return n;
+}
+
+/* The live devices vLLM would use: the first tp x pp the visible-device variable leaves
+ * (all devices in the backend's order when it is unset). */
 static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
-                       hbm_plan_holder **holders, char *name, size_t namelen)
+                       hbm_plan_holder **holders, int64_t **ids, char **visible, char *name,
+                       size_t namelen)
 {
     hbm_obs obs;
     hbm_obs_init(&obs);
@@ -70,17 +125,39 @@ static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
         hbm_obs_free(&obs);
         return -1;
     }
-    if ((size_t)ndev > obs.ndevs)
-        ndev = (int64_t)obs.ndevs;
+    hbm_vendor vendor = obs.devs[0].vendor;
+    const char *var = hbm_vendor_visible_env(vendor);
+    const char *val = var ? getenv(var) : NULL;
+    size_t *use = hbm_xcalloc(obs.ndevs, sizeof *use);
+    long nuse = (long)obs.ndevs;
+    char why[256] = "";
+    if (val) {
+        nuse = visible_list(&obs, vendor, val, use, obs.ndevs, why, sizeof why);
+        if (nuse < 0) {
+            cli_errorf("--device auto: %s=%s", var, why);
+            goto fail;
+        }
+        *visible = hbm_xasprintf("%s=%s", var, val);
+    } else {
+        for (size_t k = 0; k < obs.ndevs; k++)
+            use[k] = k;
+    }
+    if (ndev > nuse) {
+        cli_errorf("--device auto: TP x PP needs %lld devices but %s%s%s%s leaves %ld%s%s%s",
+                   (long long)ndev, val ? var : "the host", val ? "=\"" : "", val ? val : "",
+                   val ? "\"" : "", nuse, why[0] ? " (" : "", why, why[0] ? ")" : "");
+        goto fail;
+    }
+    *ids = hbm_xcalloc((size_t)ndev, sizeof **ids);
     int64_t total = -1, free_min = -1;
     size_t nh = 0;
     for (int64_t i = 0; i < ndev; i++) {
-        hbm_device *d = &obs.devs[i];
+        hbm_device *d = &obs.devs[use[i]];
+        (*ids)[i] = hbm_device_user_id(d);
         if (d->memory_total_bytes <= 0 || d->memory_used_bytes < 0) {
             cli_errorf("--device auto: device %lld reports no memory figures",
-                       (long long)d->index);
-            hbm_obs_free(&obs);
-            return -1;
+                       (long long)hbm_device_user_id(d));
+            goto fail;
         }
         /* the framework sees less than the driver's total: use the table's figure when the
          * device is known, keeping what the driver says is used */
@@ -114,14 +191,43 @@ static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
     in->mem_free_bytes = free_min;
     in->holders = *holders;
     in->nholders = nh;
+    in->device_ids = *ids;
+    in->ndevice_ids = (size_t)ndev;
+    in->visible_devices = *visible;
     in->live = true;
+    free(use);
     hbm_obs_free(&obs);
     return 0;
+fail:
+    free(use);
+    hbm_obs_free(&obs);
+    return -1;
 }
 
-static bool takes_value(const char *a, const char *name)
+/* hbmctl's own options (the first OWN_WITH_VALUE take a value), also for suggestions */
+#define OWN_WITH_VALUE 8
+static const char *const own_options[] = {"--device", "--mem", "--free", "--platform",
+                                          "--vllm-version", "--snapshot", "--backend", "--root",
+                                          "--json", "--help", "--list-devices", "--list-flags",
+                                          NULL};
+
+static void list_flags(void)
 {
-    return !strcmp(a, name);
+    size_t n;
+    const hbm_plan_flag *f = hbm_plan_flags(&n);
+    printf("%-44s %-6s %s\n", "FLAG", "VALUE", "USE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-44s %-6s %s\n", f[i].name, f[i].value ? "yes" : "no",
+               f[i].use == HBM_PLAN_FLAG_MODELLED     ? "read by the planner"
+               : f[i].use == HBM_PLAN_FLAG_UNMODELLED ? "changes memory, not modelled (noted)"
+                                                      : "no device memory: skipped");
+}
+
+/* A word after a flag that takes a value is that value unless it looks like an option
+ * (negative numbers are values), as vLLM's parser reads it. */
+static bool is_value(const char *w)
+{
+    return w && strcmp(w, "--") && (w[0] != '-' || !w[1] || isdigit((unsigned char)w[1]));
 }
 
 int cmd_plan(int argc, char **argv)
@@ -147,6 +253,11 @@ int cmd_plan(int argc, char **argv)
             free(rest);
             return CLI_EXIT_OK;
         }
+        if (!strcmp(a, "--list-flags")) {
+            list_flags();
+            free(rest);
+            return CLI_EXIT_OK;
+        }
         if (!strcmp(a, "--list-devices")) {
             list_devices();
             free(rest);
@@ -156,21 +267,19 @@ int cmd_plan(int argc, char **argv)
             cc.json = true;
             continue;
         }
-        static const char *const own[] = {"--device", "--mem", "--free", "--platform",
-                                          "--vllm-version", "--snapshot", "--backend", "--root"};
         bool taken = false;
-        for (size_t k = 0; k < sizeof own / sizeof own[0] && !taken; k++) {
-            size_t l = strlen(own[k]);
+        for (size_t k = 0; k < OWN_WITH_VALUE && !taken; k++) {
+            size_t l = strlen(own_options[k]);
             const char *v = NULL;
-            if (takes_value(a, own[k]))
+            if (!strcmp(a, own_options[k]))
                 v = next;
-            else if (!strncmp(a, own[k], l) && a[l] == '=')
+            else if (!strncmp(a, own_options[k], l) && a[l] == '=')
                 v = a + l + 1;
             else
                 continue;
             taken = true;
             if (!v) {
-                cli_errorf("%s needs a value", own[k]);
+                cli_errorf("%s needs a value", own_options[k]);
                 free(rest);
                 return cli_usage_error("plan");
             }
@@ -187,12 +296,32 @@ int cmd_plan(int argc, char **argv)
             case 7: cc.src.root = v; break;
             }
         }
-        if (!taken)
+        if (taken)
+            continue;
+        if (a[0] == '-' && a[1]) {
+            /* before '--' only flags the planner knows: a typo must not pass silently */
+            bool attached;
+            const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
+            if (!fl) {
+                const char *near = hbm_plan_flag_suggest(a, own_options);
+                cli_errorf("plan: unknown option \"%s\"%s%s%s; vLLM flags the planner does not "
+                           "know go after '--' (hbmctl plan --list-flags)",
+                           a, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+                free(rest);
+                return CLI_EXIT_ERROR;
+            }
             rest[nrest++] = argv[i];
+            if (fl->value && !attached && is_value(next))
+                rest[nrest++] = argv[++i];
+            continue;
+        }
+        rest[nrest++] = argv[i];
     }
     hbm_err err = {{0}};
     int rc = CLI_EXIT_ERROR;
     hbm_plan_holder *holders = NULL;
+    int64_t *ids = NULL;
+    char *visible = NULL;
     hbm_plan_result res;
     memset(&res, 0, sizeof res);
     char live_name[64] = "";
@@ -218,7 +347,7 @@ int cmd_plan(int argc, char **argv)
     if (device && !strcmp(device, "auto")) {
         int64_t n = (in.tensor_parallel_size > 0 ? in.tensor_parallel_size : 1) *
                     (in.pipeline_parallel_size > 0 ? in.pipeline_parallel_size : 1);
-        if (live_device(&cc, n, &in, &holders, live_name, sizeof live_name) < 0)
+        if (live_device(&cc, n, &in, &holders, &ids, &visible, live_name, sizeof live_name) < 0)
             goto out;
         in.device_name = live_name;
     } else if (device) {
@@ -279,6 +408,8 @@ int cmd_plan(int argc, char **argv)
 out:
     hbm_plan_result_free(&res);
     free(holders);
+    free(ids);
+    free(visible);
     free(rest);
     return rc;
 }

@@ -7,16 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef HBM_HAVE_CURL
-#include <curl/curl.h>
-#else
-#include <errno.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#endif
 
 #include "cli.h"
+#include "hbm/http.h"
 #include "hbm/watch.h"
 
 #define MAX_DEVICES 64
@@ -174,178 +167,26 @@ static void check_device(probe *p, const hbm_device *d, int64_t max_bytes, doubl
            (long long)id, sz_used, sz_total, over ? "above" : "within", sz_lim);
 }
 
-#ifdef HBM_HAVE_CURL
-static size_t discard(char *ptr, size_t size, size_t n, void *ud)
-{
-    (void)ptr;
-    (void)ud;
-    return size * n;
-}
-
 static void check_url(probe *p, const char *url, double timeout)
 {
     json_t *c = json_object();
     json_object_set_new(c, "url", json_string(url));
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-        record(p, "http", PR_UNKNOWN, c, "libcurl did not initialise");
-        return;
-    }
-    CURL *h = curl_easy_init();
-    if (!h) {
-        curl_global_cleanup();
-        record(p, "http", PR_UNKNOWN, c, "libcurl did not initialise");
-        return;
-    }
-    char cerr[CURL_ERROR_SIZE] = "";
-    long ms = (long)ceil(timeout * 1000);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "hbmctl-probe/" HBM_VERSION);
-    /* A health endpoint is local: a cluster-wide proxy must not intercept loopback. */
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    double t0 = hbm_now_mono();
-    CURLcode rc = curl_easy_perform(h);
-    double took = hbm_now_mono() - t0;
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(h);
-    curl_global_cleanup();
-    json_object_set_new(c, "seconds", json_real(took));
-    json_object_set_new(c, "status_code", code ? json_integer(code) : json_null());
-    if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL) {
-        record(p, "http", PR_UNKNOWN, c, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
-    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
-        record(p, "http", PR_BAD, c, "%s: no answer within %.3gs", url, timeout);
-    } else if (rc != CURLE_OK) {
-        record(p, "http", PR_BAD, c, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
-    } else if (code < 200 || code > 299) {
-        record(p, "http", PR_BAD, c, "%s: HTTP %ld", url, code);
-    } else {
-        record(p, "http", PR_OK, c, "%s: HTTP %ld in %.0f ms", url, code, took * 1000);
-    }
-}
-#else
-/* Without libcurl (the static binary): a plain HTTP/1.0 GET for http:// URLs with numeric
- * hosts or localhost, bounded by the timeout from connect to the status line. */
-static int wait_fd(int fd, short ev, double deadline)
-{
-    for (;;) {
-        int ms = (int)((deadline - hbm_now_mono()) * 1000);
-        if (ms <= 0)
-            return -1;
-        struct pollfd pfd = {fd, ev, 0};
-        int r = poll(&pfd, 1, ms);
-        if (r > 0)
-            return 0;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-static void check_url(probe *p, const char *url, double timeout)
-{
-    json_t *c = json_object();
-    json_object_set_new(c, "url", json_string(url));
-    if (strncmp(url, "http://", 7) != 0) {
-        record(p, "http", PR_UNKNOWN, c, "%s: this build speaks http:// only (no libcurl)", url);
-        return;
-    }
-    const char *h = url + 7;
-    size_t hl = strcspn(h, "/?#");
-    const char *path = h[hl] == '/' ? h + hl : "/";
-    char host[256], port[16] = "80";
-    if (hl == 0 || hl >= sizeof host) {
-        record(p, "http", PR_UNKNOWN, c, "%s: no host in the URL", url);
-        return;
-    }
-    memcpy(host, h, hl);
-    host[hl] = '\0';
-    char hosthdr[256]; /* the Host header keeps the port */
-    memcpy(hosthdr, host, hl + 1);
-    char *name = host;
-    char *colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
-    if (colon) {
-        snprintf(port, sizeof port, "%s", colon + (host[0] == '[' ? 2 : 1));
-        *colon = host[0] == '[' ? ']' : '\0';
-        if (host[0] == '[')
-            colon[1] = '\0';
-    }
-    if (name[0] == '[') {
-        name++;
-        name[strcspn(name, "]")] = '\0';
-    }
-    if (strcmp(name, "localhost") == 0)
-        name = "127.0.0.1";
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
-    struct addrinfo *ai = NULL;
-    int gr = getaddrinfo(name, port, &hints, &ai);
-    if (gr != 0) {
-        record(p, "http", PR_UNKNOWN, c, "%s: '%s' port '%s': %s (this build takes numeric "
-               "hosts and localhost)", url, name, port, gai_strerror(gr));
-        return;
-    }
-    double t0 = hbm_now_mono(), deadline = t0 + timeout;
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int rc = fd < 0 ? -1 : connect(fd, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(ai);
-    int soerr = fd < 0 ? errno : 0;
-    if (fd >= 0 && rc < 0 && errno != EINPROGRESS)
-        soerr = errno;
-    socklen_t sl = sizeof soerr;
-    bool timed_out = false;
-    if (fd >= 0 && !soerr) {
-        if (wait_fd(fd, POLLOUT, deadline) < 0)
-            timed_out = true;
-        else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-            soerr = errno;
-    }
-    int status = 0;
-    if (fd >= 0 && !soerr && !timed_out) {
-        char req[1200];
-        int n = snprintf(req, sizeof req,
-                         "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: hbmctl-probe/" HBM_VERSION
-                         "\r\nConnection: close\r\n\r\n",
-                         path, hosthdr);
-        if (n > 0 && (size_t)n < sizeof req && send(fd, req, (size_t)n, MSG_NOSIGNAL) == n) {
-            char resp[64];
-            size_t got = 0;
-            while (got < sizeof resp - 1 && !memchr(resp, '\n', got)) {
-                if (wait_fd(fd, POLLIN, deadline) < 0) {
-                    timed_out = true;
-                    break;
-                }
-                ssize_t r = recv(fd, resp + got, sizeof resp - 1 - got, 0);
-                if (r <= 0)
-                    break;
-                got += (size_t)r;
-            }
-            resp[got] = '\0';
-            if (sscanf(resp, "HTTP/%*d.%*d %d", &status) != 1)
-                status = 0;
-        }
-    }
-    if (fd >= 0)
-        close(fd);
-    double took = hbm_now_mono() - t0;
-    json_object_set_new(c, "seconds", json_real(took));
-    json_object_set_new(c, "status_code", status ? json_integer(status) : json_null());
-    if (soerr)
-        record(p, "http", PR_BAD, c, "%s: %s", url, strerror(soerr));
-    else if (timed_out)
-        record(p, "http", PR_BAD, c, "%s: no answer within %.3gs", url, timeout);
-    else if (status == 0)
-        record(p, "http", PR_BAD, c, "%s: not an HTTP answer", url);
-    else if (status < 200 || status > 299)
-        record(p, "http", PR_BAD, c, "%s: HTTP %d", url, status);
+    hbm_http_result res;
+    hbm_err err = {{0}};
+    int rc = hbm_http_get(url, timeout, "hbmctl-probe/" HBM_VERSION, &res, &err);
+    json_object_set_new(c, "seconds", json_real(res.seconds));
+    json_object_set_new(c, "status_code", res.status ? json_integer(res.status) : json_null());
+    if (rc < 0 && (res.outcome == HBM_HTTP_BAD_URL || res.outcome == HBM_HTTP_UNAVAILABLE))
+        record(p, "http", PR_UNKNOWN, c, "%s", err.msg);
+    else if (rc < 0)
+        record(p, "http", PR_BAD, c, "%s", err.msg);
+    else if (res.status < 200 || res.status > 299)
+        record(p, "http", PR_BAD, c, "%s: HTTP %ld", url, res.status);
     else
-        record(p, "http", PR_OK, c, "%s: HTTP %d in %.0f ms", url, status, took * 1000);
+        record(p, "http", PR_OK, c, "%s: HTTP %ld in %.0f ms", url, res.status,
+               res.seconds * 1000);
 }
-#endif
+
 
 int cmd_probe(int argc, char **argv)
 {

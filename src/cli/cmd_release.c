@@ -1,6 +1,7 @@
 /* hbmctl release NAME: end a lease by stopping its holder. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "hbm/doctor.h"
@@ -16,6 +17,32 @@ static void usage(FILE *f)
                "  --timeout DURATION how long to wait for the locks to drop (default 10s)\n"
                "  -h, --help         this text\n\n"
                "exit: 0 released, 1 no lease of that name is held, 2 error\n");
+}
+
+/* Every user can write a lease file, so the pid it names is a claim: signal it only when
+ * that process really has the file open (as the holder does). */
+static bool holders_verified(const char *dir, const char *name)
+{
+    hbm_lease_info *ls;
+    size_t n;
+    hbm_err err = {{0}};
+    if (hbm_lease_list(dir, &ls, &n, &err) < 0) {
+        cli_errorf("release %s: %s", name, err.msg);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (!ls[i].held || strcmp(ls[i].name, name) != 0 || ls[i].pid <= 1)
+            continue;
+        if (!hbm_lease_pid_holds(&ls[i])) {
+            cli_errorf("release %s: %s names pid %d as its holder, but that process does not "
+                       "have the file open; not signalling it (`hbmctl leases` shows the "
+                       "lease; end its real holder yourself)", name, ls[i].path, ls[i].pid);
+            ok = false;
+        }
+    }
+    free(ls);
+    return ok;
 }
 
 int cmd_release(int argc, char **argv)
@@ -50,8 +77,11 @@ int cmd_release(int argc, char **argv)
         return cli_usage_error("release");
     }
     const char *name = argv[optind];
+    const char *dir = hbm_lease_dir(dir_opt);
+    if (!holders_verified(dir, name))
+        return CLI_EXIT_ERROR;
     size_t ended = 0;
-    int rc = hbm_doctor_end_lease(hbm_lease_dir(dir_opt), name, timeout, &ended, &err);
+    int rc = hbm_doctor_end_lease(dir, name, timeout, &ended, &err);
     if (rc < 0) {
         cli_errorf("release %s: %s", name, err.msg);
         return CLI_EXIT_ERROR;

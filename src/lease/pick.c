@@ -209,13 +209,13 @@ static void placement_text(const hbm_obs *obs, const cand *c, const size_t *set,
 /* The pick turn: an exclusive flock on DIR/.pick, waited for up to 30 s. */
 static int take_turn(const char *dir, hbm_err *err)
 {
-    if (lease_mkdir_p(dir, err) < 0)
+    if (lease_dir_prepare(dir, err) < 0)
         return -1;
     char path[512];
     snprintf(path, sizeof path, "%s/.pick", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = lease_file_open(dir, ".pick", err);
     if (fd < 0)
-        return hbm_err_set(err, "cannot open %s: %s", path, strerror(errno));
+        return -1;
     double deadline = hbm_now_mono() + 30;
     while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
         if ((errno != EWOULDBLOCK && errno != EINTR) || hbm_now_mono() > deadline) {
@@ -258,6 +258,14 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
         rc = -1;
         goto out;
     }
+    /* The directory's owner (root for the default one) makes every device's file, so files
+     * belong to it and fs.protected_regular never locks one user out of another's file. */
+    if (turn >= 0 && lease_dir_owned(dir))
+        for (size_t i = 0; i < obs->ndevs; i++) {
+            int64_t uid = hbm_device_user_id(&obs->devs[i]);
+            if (uid >= 0)
+                lease_file_ensure(dir, uid, NULL);
+        }
     /* Devices refused for what the observation says are refused once; devices lost to a
      * racing taker are added as they happen, and the choice is made again. */
     for (size_t i = 0; i < obs->ndevs; i++) {
@@ -338,7 +346,9 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
         size_t got = 0;
         for (size_t k = 0; k < opts->n; k++) {
             hbm_lease_info h;
-            int a = hbm_lease_acquire(dir, opts->lease_name, avail[best[k]].uid, &fds[k], &h,
+            int a = lease_file_ensure(dir, avail[best[k]].uid, err);
+            if (a == 0)
+                a = hbm_lease_acquire(dir, opts->lease_name, avail[best[k]].uid, &fds[k], &h,
                                       err);
             if (a < 0) {
                 for (size_t m = 0; m < got; m++)

@@ -69,22 +69,6 @@ static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err
     return 0;
 }
 
-static const char *const value_flags[] = {
-    /* flags that take a value but do not matter here, so their value is skipped */
-    "--host", "--port", "--served-model-name", "--api-key", "--tokenizer", "--revision",
-    "--download-dir", "--load-format", "--chat-template", "--tool-call-parser",
-    "--reasoning-parser", "--additional-config", "--compilation-config", "-O",
-    "--kv-transfer-config", "--data-parallel-size", "--seed", "--swap-space",
-    "--cpu-offload-gb", "--distributed-executor-backend", "--uvicorn-log-level",
-    "--trust-remote-code-revision", "--hf-overrides", "--limit-mm-per-prompt",
-    "--speculative-config", "--override-generation-config", "--generation-config",
-    "--lora-modules", "--max-loras", "--max-lora-rank", "--task", "--runner", "--config",
-    "--enable-expert-parallel-size", "--allowed-local-media-path", "--tokenizer-mode",
-    "--max-logprobs", "--logprobs-mode", "--rope-scaling", "--rope-theta",
-    "--disable-log-stats-interval", "--num-gpu-blocks-override", "--model-impl",
-    "--async-scheduling-mode", "--ssl-keyfile", "--ssl-certfile", "--root-path",
-    "--response-role", "--middleware", "--tool-parser-plugin", NULL};
-
 int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
 {
     int i = 0;
@@ -179,11 +163,18 @@ int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm
         } else if (!strcmp(f, "--no-enable-chunked-prefill")) {
             in->enable_chunked_prefill = 0;
         } else {
-            for (const char *const *s = value_flags; *s; s++)
-                if (!strcmp(f, *s) && !eq && i + 1 < argc) {
-                    i++;
-                    break;
-                }
+            /* the table says whether the flag takes the next word; unknown ones stand alone */
+            bool attached;
+            const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
+            if (fl && fl->value && !attached && has_v)
+                i++;
+            if (fl && fl->use == HBM_PLAN_FLAG_UNMODELLED) {
+                bool seen = false;
+                for (size_t k = 0; k < in->nunmodelled; k++)
+                    seen |= in->unmodelled[k] == fl->name;
+                if (!seen && in->nunmodelled < sizeof in->unmodelled / sizeof in->unmodelled[0])
+                    in->unmodelled[in->nunmodelled++] = fl->name;
+            }
         }
 #undef TAKE
     }

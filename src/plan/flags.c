@@ -1,7 +1,6 @@
 /* The vLLM serving flags the planner knows: which it reads, which do not change device
  * memory, and which do but are not modelled; plus the nearest known name for a typo. The
  * table is what `hbmctl plan` accepts before `--` (docs/planner.md lists it). */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +136,7 @@ const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached)
         return fl;
     /* -O3: the compilation level joined to the short flag */
     if (!strncmp(f, "-O", 2) && f[2]) {
-        if (attached)
+        if (attached && f[2] != '.')
             *attached = true;
         return lookup("-O");
     }

@@ -486,6 +486,13 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     snprintf(res->device_name, sizeof res->device_name, "%s",
              in->device_name ? in->device_name : "");
     res->live = in->live;
+    if (in->ndevice_ids) {
+        res->device_ids = hbm_xcalloc(in->ndevice_ids, sizeof *res->device_ids);
+        memcpy(res->device_ids, in->device_ids, in->ndevice_ids * sizeof *res->device_ids);
+        res->ndevice_ids = in->ndevice_ids;
+    }
+    snprintf(res->visible_devices, sizeof res->visible_devices, "%s",
+             in->visible_devices ? in->visible_devices : "");
 
     plan_view v = {in, in->served_model ? in->served_model : in->model_path};
     res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
@@ -510,6 +517,19 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
         add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
                                     "allocated, outside the budget: keep that much free above "
                                     "the utilisation", (double)o.graph_out / GIB_D));
+    if (in->nunmodelled) {
+        char *list = hbm_xstrdup(in->unmodelled[0]);
+        for (size_t k = 1; k < in->nunmodelled; k++) {
+            char *t = hbm_xasprintf("%s, %s", list, in->unmodelled[k]);
+            free(list);
+            list = t;
+        }
+        add_note(res, hbm_xasprintf("%s %s device memory in ways the planner does not model: "
+                                    "the figures assume vLLM's default%s", list,
+                                    in->nunmodelled > 1 ? "change" : "changes",
+                                    in->nunmodelled > 1 ? "s" : ""));
+        free(list);
+    }
     if (m->mla && !ascend && !f.block_given)
         add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "
@@ -533,6 +553,7 @@ void hbm_plan_result_free(hbm_plan_result *r)
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);
+    free(r->device_ids);
     hbm_plan_model_free(&r->model);
     memset(r, 0, sizeof *r);
 }

@@ -70,6 +70,12 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
                                                              : "unknown"));
     json_object_set_new(j, "device", r->device_name[0] ? json_string(r->device_name) : json_null());
     json_object_set_new(j, "live", json_boolean(r->live));
+    json_t *ids = json_array();
+    for (size_t i = 0; i < r->ndevice_ids; i++)
+        json_array_append_new(ids, json_integer(r->device_ids[i]));
+    json_object_set_new(j, "devices", r->ndevice_ids ? ids : (json_decref(ids), json_null()));
+    json_object_set_new(j, "visible_devices",
+                        r->visible_devices[0] ? json_string(r->visible_devices) : json_null());
     const hbm_plan_model *m = &r->model;
     json_t *mo = json_object();
     json_object_set_new(mo, "config", json_string(m->path));
@@ -223,6 +229,30 @@ char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color)
                          (double)r->total_bytes / GIB_D, fr);
     sb_wrap_from(&b, line, 8, 8, width);
     free(line);
+    if (r->ndevice_ids) {
+        /* which devices vLLM would take, and what chose them */
+        char *ids = hbm_xstrdup("");
+        for (size_t i = 0; i < r->ndevice_ids; i++) {
+            char *t = hbm_xasprintf("%s%s%lld", ids, i ? ", " : "",
+                                    (long long)r->device_ids[i]);
+            free(ids);
+            ids = t;
+        }
+        bool npu = r->platform == HBM_PLAN_PLATFORM_ASCEND;
+        char why[200];
+        if (r->visible_devices[0])
+            snprintf(why, sizeof why, "as %s leaves them", r->visible_devices);
+        else
+            snprintf(why, sizeof why, "the first %zu, %s not set", r->ndevice_ids,
+                     npu ? "ASCEND_RT_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+        line = hbm_xasprintf("uses %s %s: %s%s", npu ? "NPU" : "GPU", ids, why,
+                             r->ndevice_ids > 1 ? "; the least free memory among them counts"
+                                                : "");
+        sb_printf(&b, "        ");
+        sb_wrap_from(&b, line, 8, 8, width);
+        free(line);
+        free(ids);
+    }
     if (m->weights_estimated)
         line = hbm_xasprintf("weights estimated from the architecture (%.2f B parameters): no "
                              "safetensors found",

@@ -104,4 +104,31 @@ out=$("$HBMCTL" explain --help); rc=$?
 check "--help" test $rc -eq 0 -a -n "$(grep -F -- '--no-live' <<<"$out")"
 "$HBMCTL" explain --bogus >/dev/null 2>&1
 check "unknown option: exit 2" test $? -eq 2
+# CUDA and NCCL entries: what other processes held, graph capture, the watchdog's numbers
+SIG="$LOGS/sig"
+out=$(ex "$SIG/cuda_oom.nonpytorch.variant.log")
+check "OOM: other processes computed" grep -q "Other processes held about 12.07 GiB" <<<"$out"
+check "OOM: would have fit without them" grep -q "Without the other processes' 12.07 GiB the 1.50 GiB would have fit" <<<"$out"
+out=$(ex "$SIG/cuda_oom.nonpytorch.log")
+check "OOM: small outside share, no blame" bash -c '! grep -q "Without the other processes" <<<"$1"' _ "$out"
+check "OOM: this process's non-PyTorch part" grep -q "365.00 MiB CUDA context" <<<"$out"
+out=$(ex "$SIG/cuda_error_oom.log")
+check "CUDA error OOM: graph capture named" grep -q "The log shows CUDA graph capture (capture_end)" <<<"$out"
+printf 'RuntimeError: CUDA error: out of memory\n' >"$tmp/plain_oom.log"
+out=$(ex "$tmp/plain_oom.log")
+check "CUDA error OOM without capture: found" grep -q "cuda_error_oom" <<<"$out"
+check "CUDA error OOM without capture: no graph note" bash -c '! grep -q "graph capture (" <<<"$1"' _ "$out"
+out=$(ex "$SIG/nccl_watchdog_timeout.variant.log")
+check "watchdog: seconds and op" grep -q "Rank 3 waited 5402 s for ALLREDUCE number 4211 (timeout 1800 s)" <<<"$out"
+out=$(ex "$SIG/nccl_watchdog_timeout.log")
+check "watchdog: no hang note within 2x" bash -c '! grep -q "times the timeout" <<<"$1"' _ "$out"
+# the shared-memory warning is the root cause of NCCL's summary error that follows it
+cat "$SIG/nccl_shm_failed.log" "$SIG/nccl_system_error.log" >"$tmp/nccl.log"
+out=$(ex --json "$tmp/nccl.log")
+check "NCCL: shm and system error both found" python3 -c '
+import json, sys
+ids = [f["id"] for f in json.loads(sys.argv[1])["findings"]]
+assert "nccl_shm_failed" in ids and "nccl_system_error" in ids, ids
+' "$out"
+check "help names NCCL" bash -c '"$HBMCTL" explain --help | grep -q "NCCL)"'
 finish

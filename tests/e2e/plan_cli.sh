@@ -50,6 +50,48 @@ assert j["recommendations"][0]["vllm_args"].startswith("vllm serve ")
 assert all(r["flags"] for r in j["recommendations"])
 EOF
 
+# options before --: hbmctl's own, vLLM flags the planner knows; a typo is an error that
+# names the nearest known flag, and is never planned around
+hbm plan "$fix/qwen3-0.6b" --devcie H100-80G >"$tmp/out" 2>"$tmp/err"
+check "typo option exits 2" test $? -eq 2
+check "typo named, own option suggested" grep -q 'unknown option "--devcie" (did you mean --device?)' "$tmp/err"
+check "nothing planned on a typo" test ! -s "$tmp/out"
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --max-model-lne 8192 >"$tmp/out" 2>"$tmp/err"
+check "vLLM flag typo exits 2" test $? -eq 2
+check "vLLM flag suggested" grep -q 'unknown option "--max-model-lne" (did you mean --max-model-len?)' "$tmp/err"
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --gpu_memory_utilisation=0.5 >"$tmp/out" 2>"$tmp/err"
+check "underscore typo suggested in vLLM spelling" grep -q 'did you mean --gpu-memory-utilization?' "$tmp/err"
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --zzqqxx >"$tmp/out" 2>"$tmp/err"
+check "far-off option exits 2" test $? -eq 2
+check "far-off option: no suggestion" bash -c '! grep -q "did you mean" "$1" && grep -q -- "--zzqqxx" "$1"' _ "$tmp/err"
+# pasted serving flags that do not change memory pass before --, each with its value
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --port 8000 --host 0.0.0.0 --trust-remote-code \
+    --served-model-name qwen --enable-auto-tool-choice --tool-call-parser hermes \
+    --disable-log-requests --no-enable-prefix-caching --max_model_len=8192 --json >"$tmp/j" 2>"$tmp/err"
+check "pasted flags accepted" test $? -eq 0
+check "pasted flags: memory flag still read" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["max_model_len"] == 8192, j["max_model_len"]
+assert not any("not model" in n for n in j["notes"]), j["notes"]
+' "$tmp/j"
+# flags that change memory but are not modelled are accepted and named in a note
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --cpu-offload-gb 4 -O3 --max-model-len 8192 \
+    --json >"$tmp/j" 2>"$tmp/err"
+check "unmodelled flags accepted" test $? -eq 0
+check "unmodelled flags noted" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = [x for x in j["notes"] if "does not model" in x]
+assert n and "--cpu-offload-gb" in n[0] and "-O" in n[0], j["notes"]
+assert j["max_model_len"] == 8192
+' "$tmp/j"
+# after -- anything goes, as in a real serve line
+hbm plan "$fix/qwen3-0.6b" --device H100-80G -- vllm serve x --some-future-flag 3 \
+    --max-model-len 8192 >"$tmp/out" 2>"$tmp/err"
+check "unknown flag after -- accepted" test $? -eq 0
+check "the list of accepted flags" bash -c '"$HBMCTL" plan --list-flags | grep -Eq "^--tool-call-parser +yes +no device memory"'
+
 # a whole vllm serve line after --
 hbm plan --device A100-80G --vllm-version 0.10.1 --json -- vllm serve "$fix/qwen2-7b-instruct" \
     --max-model-len 16384 --gpu-memory-utilization 0.25 --tensor-parallel-size 2 --port 8081 >"$tmp/j"
@@ -108,6 +150,7 @@ cat >"$tmp/scenario.json" <<EOF
    "temperature": 40, "power_mw": 90000, "ecc_uncorrected": 0, "mig_mode": 0,
    "compute": [{"pid": $holder, "used_memory": $((30 * GIB))}], "graphics": []}]}
 EOF
+unset CUDA_VISIBLE_DEVICES ASCEND_RT_VISIBLE_DEVICES
 hbm plan "$fix/qwen3-14b" --device auto --max-model-len 16384 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check "auto: does not start (exit 1)" test $rc -eq 1
@@ -115,6 +158,91 @@ check "auto: live numbers in vLLM's text" grep -q 'Free memory on device cuda:0 
 check "auto: holder named" grep -q "pid $holder" "$tmp/out"
 check "auto: 0.62 passes the check" grep -q -- '--gpu-memory-utilization 0.62' "$tmp/out"
 if [ "$rc" -ne 1 ]; then cat "$tmp/out" "$tmp/err"; fi
+check "auto: device used named" grep -q 'uses GPU 0: the first 1, CUDA_VISIBLE_DEVICES not set' "$tmp/out"
+
+# CUDA_VISIBLE_DEVICES chooses the devices, in its order: four GPUs, 0 and 2 busy
+dev() { # INDEX USED PID
+    local c="[]"
+    [ "$3" ] && c="[{\"pid\": $3, \"used_memory\": $2}]"
+    printf '{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%d1b2c3d-0000", "bus_id": "00000000:%d8:00.0", "memory_total": %d, "memory_used": %d, "utilization_gpu": 0, "temperature": 40, "power_mw": 90000, "ecc_uncorrected": 0, "mig_mode": 0, "compute": %s, "graphics": []}' \
+        "$1" "$1" $((81559 * MIB)) "$2" "$c"
+}
+{
+    printf '{"driver_version": "550.54.15", "devices": [\n'
+    dev 0 $((30 * GIB)) "$holder"; printf ',\n'
+    dev 1 $((1 * GIB)) ""; printf ',\n'
+    dev 2 $((50 * GIB)) "$holder"; printf ',\n'
+    dev 3 $((2 * GIB)) ""; printf ']}\n'
+} >"$tmp/scenario.json"
+CUDA_VISIBLE_DEVICES=3,1 hbm plan "$fix/qwen3-14b" --device auto --max-model-len 16384 \
+    --tensor-parallel-size 2 --json >"$tmp/j" 2>"$tmp/err"
+check "visible: idle pair fits (exit 0)" test $? -eq 0
+check "visible: devices and variable in JSON" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["devices"] == [3, 1], j["devices"]
+assert j["visible_devices"] == "CUDA_VISIBLE_DEVICES=3,1", j["visible_devices"]
+# the least free of the two: GPU 3 with 2 GiB used
+assert abs(j["memory_free_bytes"] - (j["memory_total_bytes"] - 2 * 1024**3)) < 1024**2, j
+' "$tmp/j"
+CUDA_VISIBLE_DEVICES=1,2 hbm plan "$fix/qwen3-14b" --device auto --max-model-len 16384 \
+    --tensor-parallel-size 2 >"$tmp/out" 2>"$tmp/err"
+check "visible: busy GPU 2 among them (exit 1)" test $? -eq 1
+check "visible: named in the output" grep -q 'uses GPU 1, 2: as CUDA_VISIBLE_DEVICES=1,2 leaves them' "$tmp/out"
+check "visible: least free counts" grep -q 'Free memory on device cuda:0 (29.18/79.18 GiB)' "$tmp/out"
+CUDA_VISIBLE_DEVICES=GPU-31b2c3d hbm plan "$fix/qwen3-14b" --device auto --json >"$tmp/j" 2>"$tmp/err"
+check "visible: UUID prefix" python3 -c '
+import json, sys; assert json.load(open(sys.argv[1]))["devices"] == [3]' "$tmp/j"
+# CUDA stops at an entry it cannot use: only the devices before it are visible
+CUDA_VISIBLE_DEVICES=1,7,3 hbm plan "$fix/qwen3-14b" --device auto --tensor-parallel-size 2 \
+    >"$tmp/out" 2>"$tmp/err"
+check "visible: too few after an invalid id exits 2" test $? -eq 2
+check "visible: says how many and why" grep -q 'TP x PP needs 2 devices but CUDA_VISIBLE_DEVICES="1,7,3" leaves 1 (CUDA stops at "7": no such device here)' "$tmp/err"
+CUDA_VISIBLE_DEVICES= hbm plan "$fix/qwen3-14b" --device auto >"$tmp/out" 2>"$tmp/err"
+check "visible: empty variable leaves none (exit 2)" test $? -eq 2
+unset CUDA_VISIBLE_DEVICES
+
+# ASCEND_RT_VISIBLE_DEVICES takes logic ids (here the reverse of the card order) and must be
+# ascending and on the host, as the Ascend runtime requires
+export HBMCTL_DCMI_LIB="$HBM_FAKES/libdcmi.so"
+export HBM_FAKE_DCMI_SCENARIO="$tmp/dcmi.json"
+cards=""
+for i in 0 1 2 3; do
+    used=3400
+    [ "$i" -eq 3 ] && used=$((3400 + 30720))
+    cards+="${cards:+,}{\"card_id\": $i, \"chips\": [{\"logic_id\": $((3 - i)), \"phy_id\": $i,"
+    cards+=" \"name\": \"910B3\", \"health\": 0, \"temperature\": 40, \"power_dw\": 912,"
+    cards+=" \"aicore_util\": 0, \"hbm\": {\"total_mb\": 65536, \"used_mb\": $used},"
+    cards+=" \"bus_id\": \"0000:$(printf '%02X' $((0xC1 + i))):00.0\", \"processes\": []}]}"
+done
+printf '{"driver_version": "24.1.rc2", "cards": [%s]}\n' "$cards" >"$tmp/dcmi.json"
+ASCEND_RT_VISIBLE_DEVICES=0,2 hbm plan "$fix/qwen3-14b" --device auto --backend dcmi \
+    --tensor-parallel-size 2 --max-model-len 16384 --json >"$tmp/j" 2>"$tmp/err"
+check "ascend visible: plans (exit 0 or 1)" test $? -le 1
+check "ascend visible: logic ids, least free" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["devices"] == [0, 2], j["devices"]
+assert j["platform"] == "ascend"
+assert j["visible_devices"] == "ASCEND_RT_VISIBLE_DEVICES=0,2"
+# logic id 0 is card 3, the one with 30 GiB more in use
+assert j["memory_total_bytes"] - j["memory_free_bytes"] > 30 * 1024**3, j
+' "$tmp/j"
+ASCEND_RT_VISIBLE_DEVICES=2,1 hbm plan "$fix/qwen3-14b" --device auto --backend dcmi \
+    --tensor-parallel-size 2 >"$tmp/out" 2>"$tmp/err"
+check "ascend visible: out of order exits 2" test $? -eq 2
+check "ascend visible: says the order" grep -q 'ASCEND_RT_VISIBLE_DEVICES=2,1: "1" breaks the ascending order' "$tmp/err"
+ASCEND_RT_VISIBLE_DEVICES=1,9 hbm plan "$fix/qwen3-14b" --device auto --backend dcmi >"$tmp/out" 2>"$tmp/err"
+check "ascend visible: unknown id exits 2" test $? -eq 2
+check "ascend visible: names the id" grep -q '"9" is not a logic id of this host' "$tmp/err"
+unset ASCEND_RT_VISIBLE_DEVICES
+hbm plan "$fix/qwen3-14b" --device auto --backend dcmi --json >"$tmp/j" 2>"$tmp/err"
+check "ascend unset: the first in backend order" python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1])); assert j["devices"] == [3] and j["visible_devices"] is None, j["devices"]
+' "$tmp/j"
+export HBMCTL_DCMI_LIB="$tmp/no-such-libdcmi.so"
+
 # the live observation fails: say so, exit 2
 cat >"$tmp/scenario.json" <<EOF
 {"init_error": 9, "devices": []}

@@ -63,6 +63,80 @@ static void test_api_server_and_errors(void **state)
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, bad3, &err), -1);
 }
 
+static void test_flag_table(void **state)
+{
+    (void)state;
+    bool att;
+    const hbm_plan_flag *f = hbm_plan_flag_find("--max_model_len=8192", &att);
+    assert_non_null(f);
+    assert_string_equal(f->name, "--max-model-len");
+    assert_true(att);
+    f = hbm_plan_flag_find("--port", &att);
+    assert_true(f && f->value && !att && f->use == HBM_PLAN_FLAG_IGNORED);
+    f = hbm_plan_flag_find("--trust-remote-code", NULL);
+    assert_true(f && !f->value);
+    /* vLLM's --no- form of a boolean, but not of a flag that takes a value */
+    f = hbm_plan_flag_find("--no-enable-prefix-caching", NULL);
+    assert_true(f && !strcmp(f->name, "--enable-prefix-caching"));
+    assert_null(hbm_plan_flag_find("--no-port", NULL));
+    /* -O3 carries its value; a JSON flag's key takes one */
+    f = hbm_plan_flag_find("-O3", &att);
+    assert_true(f && !strcmp(f->name, "-O") && att && f->use == HBM_PLAN_FLAG_UNMODELLED);
+    f = hbm_plan_flag_find("--compilation-config.cudagraph_mode", &att);
+    assert_true(f && !strcmp(f->name, "--compilation-config") && !att);
+    assert_null(hbm_plan_flag_find("--max-model-lne", NULL));
+    assert_null(hbm_plan_flag_find("--trust-remote-code.x", NULL)); /* keys of values only */
+    /* every name is unique and found as itself */
+    size_t n;
+    const hbm_plan_flag *all = hbm_plan_flags(&n);
+    assert_true(n > 100);
+    for (size_t i = 0; i < n; i++) {
+        assert_ptr_equal(hbm_plan_flag_find(all[i].name, NULL), &all[i]);
+        for (size_t k = i + 1; k < n; k++)
+            assert_string_not_equal(all[i].name, all[k].name);
+    }
+}
+
+static void test_flag_suggest(void **state)
+{
+    (void)state;
+    const char *const own[] = {"--device", "--mem", "--free", NULL};
+    assert_string_equal(hbm_plan_flag_suggest("--devcie", own), "--device");
+    assert_string_equal(hbm_plan_flag_suggest("--max-model-lne", own), "--max-model-len");
+    assert_string_equal(hbm_plan_flag_suggest("--max_num_seq=4", own), "--max-num-seqs");
+    assert_string_equal(hbm_plan_flag_suggest("--tensor-paralel-size", NULL),
+                        "--tensor-parallel-size");
+    assert_string_equal(hbm_plan_flag_suggest("--gpu-memory-utilisation", NULL),
+                        "--gpu-memory-utilization");
+    assert_string_equal(hbm_plan_flag_suggest("--tp", NULL), "-tp");
+    /* an abbreviation of exactly one name */
+    assert_string_equal(hbm_plan_flag_suggest("--max-num-batched", NULL),
+                        "--max-num-batched-tokens");
+    /* nothing close: no guess; short words allow one edit only */
+    assert_null(hbm_plan_flag_suggest("--zzqqxx", own));
+    assert_null(hbm_plan_flag_suggest("--abc", own));
+    assert_null(hbm_plan_flag_suggest("--max", NULL)); /* abbreviates many: no guess */
+}
+
+static void test_skipped_flags(void **state)
+{
+    (void)state;
+    /* a skipped flag takes its value only when the table says so, so the model that
+     * follows a boolean is still the model; unmodelled flags are listed once */
+    char *argv[] = {"vllm", "serve", "--trust-remote-code", "/m", "--port", "8000",
+                    "--cpu-offload-gb", "4", "--unknown-bool", "--cpu_offload_gb=2",
+                    "--enable-lora", "--max-model-len", "4096"};
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_args_from_argv(&in, 13, argv, &err), 0);
+    assert_string_equal(in.model_path, "/m");
+    assert_int_equal(in.max_model_len, 4096);
+    assert_int_equal(in.nunmodelled, 2);
+    assert_string_equal(in.unmodelled[0], "--cpu-offload-gb");
+    assert_string_equal(in.unmodelled[1], "--enable-lora");
+}
+
 static void test_devices(void **state)
 {
     (void)state;
@@ -106,6 +180,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vllm_serve_line),
         cmocka_unit_test(test_api_server_and_errors),
+        cmocka_unit_test(test_flag_table),
+        cmocka_unit_test(test_flag_suggest),
+        cmocka_unit_test(test_skipped_flags),
         cmocka_unit_test(test_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,8 @@
  * the kernel drops it, so a stale lease cannot exist. Files are never unlinked (unlinking a
  * locked file lets a second locker win a fresh inode); their content (name, holder pid and
  * start time, since) only describes the current holder and means nothing while unlocked.
+ * Users share devices, so they share the directory: `pick` creates it mode 1777 and its
+ * files 0666 (src/lease/share.c); any user can write a file's content, so it is a claim.
  *
  * Device ids are the ids users give (hbm_device_user_id): logic ids on Ascend, indexes on
  * NVIDIA. */

@@ -20,19 +20,25 @@ static void usage(FILE *f)
             "  /dev/shm objects: removed only when no process maps or holds them.\n"
             "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
             "unless named with --pid. Then it observes again and reports per device the\n"
-            "memory released. Every action is appended to the audit log.\n\n"
+            "memory released. --apply appends a record per action to the audit log\n"
+            "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n\n"
             "options:\n"
-            "  --apply            perform the actions (asks first on a terminal)\n"
+            "  --apply            perform the actions; asks first when stdin is a terminal,\n"
+            "                     proceeds without asking when it is not (scripts, pipes)\n"
             "  -y, --yes          do not ask\n"
             "  --grace DURATION   SIGTERM to SIGKILL (default 10s)\n"
             "  --settle DURATION  how long to wait for the driver to release memory before\n"
             "                     reporting it (default 5s)\n"
             "  --pid PID          also end this device holder (repeatable; allows a process\n"
             "                     in a running container)\n"
-            "  --audit-log FILE   audit log (default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH
-            ")\n" CLI_COMMON_HELP "  -h, --help         this text\n\n"
-            "exit: 0 nothing to do or all done, 1 something to do (dry run) or kept/failed,\n"
-            "      2 could not look or could not write the audit log\n");
+            "  --audit-log FILE   audit log (default $HBMCTL_AUDIT_LOG, else\n"
+            "                     " HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)\n"
+            CLI_COMMON_HELP "  -h, --help         this text\n\n"
+            "exit: 0 nothing to do, or every action done (steps kept by the safety rules\n"
+            "      do not count); 1 a dry run with something to do, an action kept when\n"
+            "      checked again (no longer safe) or failed, or the question answered no;\n"
+            "      2 could not look, bad option, or could not write the audit log (then\n"
+            "      nothing is done)\n");
 }
 
 static json_t *steps_json(const hbm_clean_plan *p)

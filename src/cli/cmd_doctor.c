@@ -15,11 +15,18 @@ static void usage(FILE *f)
             "device holders, memory no live process accounts for, devices that need a reset,\n"
             "stale SysV and /dev/shm objects, host hugepages, THP, a full /dev/shm, servers\n"
             "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
-            "and what `hbmctl clean` would do. Finding ids: docs/doctor.md.\n\n"
+            "and what `hbmctl clean` would do. Finding ids and --json fields: docs/doctor.md.\n"
+            "Run it as root on the host: other users' open files (who holds a device) are\n"
+            "readable only by root, and a container sees only its own processes.\n\n"
             "options:\n" CLI_COMMON_HELP
             "  --shm-full RATIO   /dev/shm use that counts as nearly full (default 90%%)\n"
             "  -h, --help         this text\n\n"
-            "exit: 0 no problems (notes only), 1 problems found, 2 could not look\n");
+            "environment: HBMCTL_ROOT (as --root), HBMCTL_DEVICE_PATTERNS (colon-separated\n"
+            "  device-file globs, default /dev/davinci*:/dev/nvidia*:...), HBMCTL_DCMI_LIB,\n"
+            "  HBMCTL_NVML_LIB, HBMCTL_NPU_SMI (where the vendor libraries and tool are)\n\n"
+            "exit: 0 no finding of severity warning or worse (info notes may be printed),\n"
+            "      1 problems found, 2 could not look (no backend, unreadable snapshot,\n"
+            "      bad option)\n");
 }
 
 int cmd_doctor(int argc, char **argv)

@@ -12,11 +12,14 @@ static void usage(FILE *f)
                "Lists device leases (taken by `pick --lease` and `run --devices`) with their\n"
                "holder. A lease ends when its holder exits; `hbmctl release NAME` ends one.\n\n"
                "options:\n"
-               "  --lease-dir DIR    default $HBMCTL_LEASE_DIR or " HBM_LEASE_DEFAULT_DIR "\n"
+               "  --lease-dir DIR    default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR "\n"
                "  --all              also list lease files nobody holds\n"
-               "  --json             {\"leases\": [{\"device\",\"name\",\"pid\",\"hold_pid\","
-               "\"since\",\"held\"}]}\n"
-               "  -h, --help         this text\n");
+               "  --json             {\"dir\", \"leases\": [{\"device\",\"name\",\"pid\","
+               "\"hold_pid\",\"since\",\"held\"}]}\n"
+               "  -h, --help         this text\n\n"
+               "HOLDER is the process that keeps the lock; HOLD-PID the one whose exit ends it.\n"
+               "exit: 0 listed (also when no lease is held or the directory does not exist),\n"
+               "      2 the directory cannot be read\n");
 }
 
 int cmd_leases(int argc, char **argv)

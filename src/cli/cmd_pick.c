@@ -17,15 +17,19 @@ static void usage(FILE *f)
             "options:\n"
             "  --min-free SIZE    refuse devices with less free memory (e.g. 30GiB)\n"
             "  --format F         env (default): ASCEND_RT_VISIBLE_DEVICES=0,1\n"
-            "                     list: 0,1    json: {\"devices\",\"env\",\"refused\"}\n"
+            "                     list: 0,1    json: {\"devices\",\"env\",\"refused\",\n"
+            "                     \"placement\",\"lease\"} (docs/doctor.md)\n"
             "  --lease NAME       take an exclusive lease on each device: a small holder\n"
             "                     process keeps it until --hold-pid exits\n"
             "  --hold-pid PID     the process whose exit ends the lease (default: the caller,\n"
             "                     i.e. pick's parent; from a pipeline or subshell pass $$)\n"
-            "  --lease-dir DIR    lease files (default $HBMCTL_LEASE_DIR or " HBM_LEASE_DEFAULT_DIR
-            ")\n" CLI_COMMON_HELP "  -h, --help         this text\n\n"
-            "exit: 0 chosen, 1 fewer than N devices are free (reasons on stderr),\n"
-            "      2 could not look or bad usage\n"
+            "  --lease-dir DIR    lease files (default $HBMCTL_LEASE_DIR, else "
+            HBM_LEASE_DEFAULT_DIR ");\n"
+            "                     made mode 1777 with files 0666 so every user shares it\n"
+            CLI_COMMON_HELP "  -h, --help         this text\n\n"
+            "exit: 0 chosen (and leased), 1 fewer than N devices qualify (each refusal on\n"
+            "      stderr; nothing is leased), 2 could not look, bad usage, or the lease\n"
+            "      directory cannot be used (the message says who owns it)\n"
             "example: eval \"$(hbmctl pick 2 --lease web)\" && vllm serve ... -tp 2\n");
 }
 

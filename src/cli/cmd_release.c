@@ -11,12 +11,16 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: hbmctl release NAME [--lease-dir DIR] [--timeout DURATION]\n\n"
                "Ends the lease NAME: sends SIGTERM to its holder process (checked by start time,\n"
-               "through a pidfd) and waits until its devices are free.\n\n"
+               "through a pidfd) and waits until its devices are free. Lease files are writable\n"
+               "by every user, so a holder is signalled only when it has the file open. Ending\n"
+               "another user's lease needs root.\n\n"
                "options:\n"
-               "  --lease-dir DIR    default $HBMCTL_LEASE_DIR or " HBM_LEASE_DEFAULT_DIR "\n"
+               "  --lease-dir DIR    default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR "\n"
                "  --timeout DURATION how long to wait for the locks to drop (default 10s)\n"
                "  -h, --help         this text\n\n"
-               "exit: 0 released, 1 no lease of that name is held, 2 error\n");
+               "exit: 0 released, 1 no lease of that name is held, 2 the holder could not be\n"
+               "      signalled (not its owner, or it does not hold the file), or a lock is still\n"
+               "      held after --timeout\n");
 }
 
 /* Every user can write a lease file, so the pid it names is a claim: signal it only when

@@ -27,26 +27,6 @@ const char *hbm_lease_dir(const char *override)
     return HBM_LEASE_DEFAULT_DIR;
 }
 
-int lease_mkdir_p(const char *dir, hbm_err *err)
-{
-    char *tmp = hbm_xstrdup(dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) < 0 && errno != EEXIST) {
-            int e = errno;
-            free(tmp);
-            return hbm_err_set(err, "cannot create %s: %s", dir, strerror(e));
-        }
-        *p = '/';
-    }
-    free(tmp);
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return hbm_err_set(err, "cannot create lease directory %s: %s", dir, strerror(errno));
-    return 0;
-}
-
 static void lease_path(char *buf, size_t n, const char *dir, int64_t device)
 {
     snprintf(buf, n, "%s/device-%lld.lease", dir, (long long)device);
@@ -133,13 +113,14 @@ int hbm_lease_acquire(const char *dir, const char *name, int64_t device, int *fd
                            HBM_LEASE_NAME_MAX - 1);
     if (device < 0)
         return hbm_err_set(err, "device has no id to lease");
-    if (lease_mkdir_p(dir, err) < 0)
+    if (lease_dir_prepare(dir, err) < 0)
         return -1;
-    char path[512];
+    char path[512], base[64];
     lease_path(path, sizeof path, dir, device);
-    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    snprintf(base, sizeof base, "device-%lld.lease", (long long)device);
+    int f = lease_file_open(dir, base, err);
     if (f < 0)
-        return hbm_err_set(err, "cannot open lease file %s: %s", path, strerror(errno));
+        return -1;
     if (lock_exclusive(f) < 0) {
         int e = errno;
         if (e == EWOULDBLOCK) {

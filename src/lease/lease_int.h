@@ -7,9 +7,6 @@
 
 #include "hbm/err.h"
 
-/* mkdir -p with mode 0755. */
-int lease_mkdir_p(const char *dir, hbm_err *err);
-
 /* The shared lease directory (share.c): created mode 1777 (parents 0755) when missing; an
  * existing one is used as it is. On failure the message names the owners and modes and
  * how to configure another directory. */

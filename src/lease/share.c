@@ -113,8 +113,9 @@ int lease_file_open(const char *dir, const char *base, hbm_err *err)
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, base) >= sizeof path)
         return hbm_err_set(err, "lease directory path too long: %s", dir);
     int fd = -1, e = 0;
-    /* Opened without O_CREAT first (protected_regular, above); created with O_EXCL only
-     * when missing. A racing creator makes the exclusive create fail: open again. */
+    /* Opened without O_CREAT first: with fs.protected_regular the kernel refuses an O_CREAT
+     * open of another user's file in a sticky world-writable directory, even when it exists.
+     * Created with O_EXCL only when missing. A racing creator makes the exclusive create fail: open again. */
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
         fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0) {

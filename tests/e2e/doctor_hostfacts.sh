@@ -23,7 +23,7 @@ has() { [ "$(jq "[.findings[] | select($1)] | length" "$tmp/d.json")" -ge 1 ]; }
 check "the orphan in a removed container is found" \
     has '.id == "orphan-holder" and .evidence.process.pid == 4242 and .evidence.process.cgroup_gone'
 check "the zombie names its parent shell" \
-    has '.id == "zombie-holder" and (.remedy | test("parent pid 4250 "))'
+    has '.id == "zombie-holder" and (.remedy | test("pid 4250 \\(bash, .*\\) has not reaped it")) and .evidence.parent.pid == 4250'
 check "node 0's exhausted hugepages are found" \
     has '.id == "hugepages-exhausted" and .evidence.node == 0'
 check "node 1 and the system pool are not" \

@@ -2,8 +2,9 @@
 # Leases on a host with several users (fake DCMI, 4 free NPUs). root's first pick creates the
 # lease directory mode 1777 with one file per device mode 0666; an unprivileged user (uid
 # 65534) then leases another device in it and is refused root's; a directory the user cannot
-# use gives a message naming its owner and mode and --lease-dir; release refuses to signal
-# a pid that a lease file merely names.
+# use gives a message naming its owner and mode and --lease-dir; in an empty 1777 directory
+# (tmpfiles.d) the user's file is handed to the directory's owner by root's next pick;
+# release refuses to signal a pid that a lease file merely names.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 if [ "$(id -u)" -ne 0 ]; then
@@ -26,7 +27,7 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 cleanup() {
     local d p
-    for d in "$tmp/run/hbmctl" "$tmp/locked"; do
+    for d in "$tmp/run/hbmctl" "$tmp/locked" "$tmp/tmpfiles"; do
         [ -d "$d" ] || continue
         for p in $("$HBMCTL" leases --lease-dir "$d" --json 2>/dev/null |
                    jq -r '.leases[].pid // empty' | sort -u); do
@@ -105,20 +106,32 @@ check "the message names the file, its owner and mode: $(cat "$tmp/locked.err")"
     grep -q "cannot open lease file $tmp/locked/.pick: Permission denied .*owned by root (uid 0), mode 0644" "$tmp/locked.err"
 check "modes of an existing directory are left alone" [ "$(stat -c %a "$tmp/locked")" = 755 ]
 
+# A directory made empty at boot (tmpfiles.d `d DIR 1777 root root -`): the user's pick
+# creates its device's file; root's next pick hands that file to the directory's owner (so
+# fs.protected_regular cannot lock others out of it) and the user's lease stays held.
+install -d -m 1777 "$tmp/tmpfiles"
+as_user "$HBMCTL" pick 1 --backend dcmi --lease-dir "$tmp/tmpfiles" --lease early \
+    --hold-pid "$guard" --format list >"$tmp/early.out" 2>"$tmp/early.err"
+check "the user leases first in an empty 1777 directory ($(cat "$tmp/early.err"))" [ $? -eq 0 ]
+early=$tmp/tmpfiles/device-$(cat "$tmp/early.out").lease
+check "the user's pick made the file, mode 0666 (got $(stat -c '%a %u' "$early"))" \
+    [ "$(stat -c '%a %u' "$early")" = "666 65534" ]
+"$HBMCTL" pick 1 --backend dcmi --lease-dir "$tmp/tmpfiles" --lease late --hold-pid "$guard" \
+    >/dev/null 2>"$tmp/late.err"
+check "root picks another device there ($(cat "$tmp/late.err"))" [ $? -eq 0 ]
+check "root's pick handed the user's file to the directory's owner (got $(stat -c '%a %u' "$early"))" \
+    [ "$(stat -c '%a %u' "$early")" = "666 0" ]
+check "the user's lease is still held" \
+    [ "$("$HBMCTL" leases --lease-dir "$tmp/tmpfiles" --json | jq -r '.leases[] | select(.name == "early") | .held')" = true ]
+
 # Lease files are writable by everyone: one that names a process which does not hold it
 # must not make release signal that process.
 gst=$(sed 's/.*) //' "/proc/$guard/stat" | cut -d' ' -f20)
 spooffile=$(ls "$dir"/device-*.lease | grep -v -e "device-$rootdev\." -e "device-$userdev\." | head -1)
-as_user python3 -c '
-import fcntl, os, sys, time
-f = open(sys.argv[1], "r+")
-fcntl.flock(f, fcntl.LOCK_EX)
-f.truncate(0)
-f.write("{\"name\":\"spoof\",\"device\":9,\"pid\":%s,\"starttime\":%s,\"hold_pid\":0,\"since\":1}\n"
-        % (sys.argv[2], sys.argv[3]))
-f.flush()
-print(os.getpid(), flush=True)
-time.sleep(600)' "$spooffile" "$guard" "$gst" >"$tmp/spoof.pid" &
+# One process (sh, then sleep by exec) keeps the lock on fd 9 and has written the claim.
+as_user sh -c 'exec 9<>"$1"; flock -x 9 || exit 1
+printf "{\"name\":\"spoof\",\"device\":9,\"pid\":%s,\"starttime\":%s,\"hold_pid\":0,\"since\":1}\n" "$2" "$3" >"$1"
+echo $$; exec sleep 600' sh "$spooffile" "$guard" "$gst" >"$tmp/spoof.pid" &
 for _ in $(seq 1 100); do [ -s "$tmp/spoof.pid" ] && break; sleep 0.1; done
 spoof=$(cat "$tmp/spoof.pid")
 for _ in $(seq 1 100); do
@@ -132,5 +145,14 @@ check "the process the file named is alive" kill -0 "$guard"
 
 "$HBMCTL" release userjob --timeout 10s >/dev/null 2>"$tmp/rel.err"
 check "root releases the user's lease ($(cat "$tmp/rel.err"))" [ $? -eq 0 ]
-check "the user's holder has exited" bash -c "! kill -0 '$holder' 2>/dev/null"
+gone() { # PID: exited (a zombie until init reaps it counts as exited)
+    local st
+    for _ in $(seq 1 100); do
+        st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+        [ -z "$st" ] || [ "$st" = Z ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+check "the user's holder has exited" gone "$holder"
 finish

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -256,6 +257,71 @@ static void test_pick_leases(void **state)
     hbm_obs_free(&obs);
 }
 
+static unsigned mode_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0;
+}
+
+/* The shared directory: made 1777 with files 0666 whatever the umask; a symbolic or hard
+ * link where a lease file belongs is refused (hbmctl would write its lease into the target);
+ * the mode of a directory that exists is left alone. */
+static void test_shared_dir(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    make_obs(&obs);
+    char sub[300], path[400], other[400];
+    snprintf(sub, sizeof sub, "%s/a/leases", dir);
+    mode_t old = umask(077);
+    hbm_pick_result r;
+    hbm_err err = {{0}};
+    hbm_pick_opts o = {.n = 1, .min_free_bytes = HBM_UNKNOWN, .lease_name = "m", .lease_dir = sub};
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 0);
+    umask(old);
+    assert_int_equal(mode_of(sub), 01777);
+    snprintf(path, sizeof path, "%s/a", dir);
+    assert_int_equal(mode_of(path), 0755 & ~077u);
+    for (int i = 0; i < 8; i++) { /* the directory's owner makes every device's file */
+        snprintf(path, sizeof path, "%s/device-%d.lease", sub, i);
+        assert_int_equal(mode_of(path), 0666);
+    }
+    snprintf(path, sizeof path, "%s/.pick", sub);
+    assert_int_equal(mode_of(path), 0666);
+    hbm_pick_result_free(&r);
+
+    /* device 0's file replaced by a symbolic link, then by a hard link */
+    snprintf(path, sizeof path, "%s/device-0.lease", sub);
+    snprintf(other, sizeof other, "%s/victim", dir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fputs("keep me\n", f);
+    fclose(f);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(symlink(other, path), 0);
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "symbolic link"));
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(link(other, path), 0);
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "one link"));
+    size_t n;
+    char *text = NULL;
+    assert_int_equal(hbm_read_file(other, 1 << 10, &text, &n, &err), 0);
+    assert_string_equal(text, "keep me\n");
+    free(text);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 0);
+    hbm_pick_result_free(&r);
+
+    /* an administrator's mode stays */
+    assert_int_equal(chmod(sub, 0750), 0);
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 0);
+    assert_int_equal(mode_of(sub), 0750);
+    hbm_pick_result_free(&r);
+    hbm_obs_free(&obs);
+}
+
 static char *slurp(const char *rel, size_t *len)
 {
     char *text;
@@ -361,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_holder, setup, teardown),
         cmocka_unit_test(test_pick_domains),
         cmocka_unit_test_setup_teardown(test_pick_leases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_dir, setup, teardown),
         cmocka_unit_test(test_topo_samples),
         cmocka_unit_test(test_topo_errors),
         cmocka_unit_test(test_map_samples),

@@ -43,6 +43,17 @@ int64_t hbm_verdict_margin(int64_t total)
     return pct > HBM_GIB ? pct : HBM_GIB;
 }
 
+/* A process that is by construction some server's child (vLLM's VLLM::* titled EngineCore
+ * or workers, a multiprocessing spawn/fork child). */
+static bool server_child(const hbm_hproc *hp)
+{
+    if (strncmp(hp->comm, "VLLM", 4) == 0)
+        return true;
+    const char *c = hp->cmdline ? hp->cmdline : "";
+    return strncmp(c, "VLLM::", 6) == 0 || strstr(c, "--multiprocessing-fork") ||
+           strstr(c, "multiprocessing.spawn");
+}
+
 static void join_process(const hbm_obs *obs, hbm_dproc *p)
 {
     if (!obs->has_host || p->pid <= 0) {
@@ -88,6 +99,13 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
                  "pid %d (%s) outlived its container %.12s: the container's cgroup is gone "
                  "and its parent is init", hp->pid, hp->comm,
                  hp->container_id[0] ? hp->container_id : "(unknown)");
+    } else if (h->sees_host_pids && hp->ppid == 1 && server_child(hp)) {
+        /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1
+         * may be the server itself. */
+        p->state = HBM_PID_ABANDONED;
+        snprintf(p->state_why, sizeof p->state_why,
+                 "pid %d (%s) is a server's worker whose server has exited: it now belongs "
+                 "to init (ppid 1)", hp->pid, hp->comm);
     } else {
         p->state = HBM_PID_LIVE;
     }

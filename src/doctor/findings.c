@@ -83,20 +83,6 @@ static void dev_label(const hbm_device *d, char *buf, size_t n)
     }
 }
 
-/* A process that is by construction some server's child (a multiprocessing spawn/fork
- * child, or vLLM's VLLM::* titled EngineCore/Worker) and whose parent is now init has lost
- * the process that started it. */
-static bool reparented_worker(const hbm_hproc *hp)
-{
-    if (!hp || hp->ppid > 1 || hp->state == 'Z')
-        return false;
-    if (strncmp(hp->comm, "VLLM::", 6) == 0 || strncmp(hp->comm, "VLLM", 4) == 0)
-        return true;
-    const char *c = hp->cmdline ? hp->cmdline : "";
-    return strncmp(c, "VLLM::", 6) == 0 || strstr(c, "--multiprocessing-fork") ||
-           strstr(c, "multiprocessing.spawn");
-}
-
 static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_hproc *hp,
                              double now)
 {
@@ -197,9 +183,7 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
         const char *name = p->name[0] ? p->name : hp ? hp->comm : "?";
         hbm_fmt_size(sz, sizeof sz, p->memory_bytes);
         hbm_finding *x = NULL;
-        bool orphan = p->state == HBM_PID_ABANDONED ||
-                      (p->state == HBM_PID_LIVE && reparented_worker(hp));
-        if (orphan) {
+        if (p->state == HBM_PID_ABANDONED) {
             x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) holds %s on %s and the process that started it is gone",
                         (long long)p->pid, name, sz, label);
@@ -327,8 +311,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
         for (size_t i = 0; i < d->nprocs; i++) {
             const hbm_dproc *p = &d->procs[i];
             bad |= p->state == HBM_PID_ABANDONED || p->state == HBM_PID_ZOMBIE ||
-                   p->state == HBM_PID_STUCK || p->state == HBM_PID_GONE ||
-                   (p->state == HBM_PID_LIVE && reparented_worker(doc_find_proc(obs, (int)p->pid)));
+                   p->state == HBM_PID_STUCK || p->state == HBM_PID_GONE;
             json_array_append_new(holders, json_pack("{s:I, s:s, s:o, s:s}", "pid",
                                                      (json_int_t)p->pid, "name", p->name,
                                                      "memory_bytes", doc_jint(p->memory_bytes),

@@ -209,36 +209,50 @@ static bool seen_before(const hbm_device *d, size_t j)
     return false;
 }
 
-static void render_procs(const hbm_obs *obs, hbm_export_buf *b)
-{
+/* Walks the processes that get series: those with a known pid, each once per device. After
+ * proc_next returns true, d and p are the current device and process and pl.l[0..n) are
+ * its labels. */
+typedef struct proc_iter {
+    const hbm_obs *obs;  /* borrowed */
+    size_t i, j;         /* the device and process to look at next */
+    const hbm_device *d; /* borrowed: the current device */
+    const hbm_dproc *p;  /* borrowed: the current process */
     dev_labels dl;
     proc_labels pl;
-    hbm_export_family(b, "hbmctl_process_memory_bytes", "gauge",
-                      "Device memory each process holds on each device.");
-    for (size_t i = 0; i < obs->ndevs; i++) {
-        const hbm_device *d = &obs->devs[i];
-        dev_labels_fill(&dl, d);
-        for (size_t j = 0; j < d->nprocs; j++) {
+    size_t n;
+} proc_iter;
+
+static bool proc_next(proc_iter *it)
+{
+    for (; it->i < it->obs->ndevs; it->i++, it->j = 0) {
+        const hbm_device *d = &it->obs->devs[it->i];
+        while (it->j < d->nprocs) {
+            size_t j = it->j++;
             if (d->procs[j].pid < 0 || seen_before(d, j))
                 continue;
-            size_t n = proc_labels_fill(&pl, &dl, &d->procs[j]);
-            hbm_export_sample_i64(b, "hbmctl_process_memory_bytes", pl.l, n,
-                                  d->procs[j].memory_bytes);
+            it->d = d;
+            it->p = &d->procs[j];
+            dev_labels_fill(&it->dl, d);
+            it->n = proc_labels_fill(&it->pl, &it->dl, it->p);
+            return true;
         }
     }
+    return false;
+}
+
+static void render_procs(const hbm_obs *obs, hbm_export_buf *b)
+{
+    hbm_export_family(b, "hbmctl_process_memory_bytes", "gauge",
+                      "Device memory each process holds on each device.");
+    for (proc_iter it = {.obs = obs}; proc_next(&it);)
+        hbm_export_sample_i64(b, "hbmctl_process_memory_bytes", it.pl.l, it.n,
+                              it.p->memory_bytes);
     hbm_export_family(b, "hbmctl_process_state", "gauge",
                       "What the host says about each listed process (live, gone, unseen, "
                       "zombie, stuck, abandoned, unchecked): value 1.");
-    for (size_t i = 0; i < obs->ndevs; i++) {
-        const hbm_device *d = &obs->devs[i];
-        dev_labels_fill(&dl, d);
-        for (size_t j = 0; j < d->nprocs; j++) {
-            if (d->procs[j].pid < 0 || seen_before(d, j))
-                continue;
-            size_t n = proc_labels_fill(&pl, &dl, &d->procs[j]);
-            pl.l[n] = (hbm_export_label){"state", hbm_pid_state_name(d->procs[j].state)};
-            hbm_export_sample(b, "hbmctl_process_state", pl.l, n + 1, 1);
-        }
+    for (proc_iter it = {.obs = obs}; proc_next(&it);) {
+        it.pl.l[it.n] = (hbm_export_label){"state", hbm_pid_state_name(it.p->state)};
+        hbm_export_sample(b, "hbmctl_process_state", it.pl.l, it.n + 1, 1);
     }
 }
 
@@ -278,7 +292,6 @@ static void render_leaks(const hbm_obs *obs, const hbm_watch *w, bool threshold,
             hbm_export_sample(b, fams[k].name, dl.l, NDEV_LABELS, v);
         }
     }
-    proc_labels pl;
     for (int what = 0; what < 2; what++) {
         const char *name =
             what ? "hbmctl_process_memory_growth_bytes" : "hbmctl_process_memory_leak";
@@ -286,25 +299,22 @@ static void render_leaks(const hbm_obs *obs, const hbm_watch *w, bool threshold,
                           what ? "Growth of a process's device memory over its unreturned steps."
                                : "1 while step growth is reported for the process's device "
                                  "memory.");
-        for (size_t i = 0; i < obs->ndevs; i++) {
-            const hbm_device *d = &obs->devs[i];
-            dev_labels_fill(&dl, d);
-            for (size_t j = 0; j < d->nprocs; j++) {
-                if (d->procs[j].pid < 0 || seen_before(d, j))
-                    continue;
-                const hbm_watch_series *s =
-                    hbm_watch_find(w, hbm_device_user_id(d), d->procs[j].pid);
-                if (!s || !s->det.st.ready)
-                    continue;
-                size_t n = proc_labels_fill(&pl, &dl, &d->procs[j]);
-                hbm_export_sample(b, name, pl.l, n,
-                                  what ? (double)s->det.st.growth : s->det.st.leak);
-            }
+        for (proc_iter it = {.obs = obs}; proc_next(&it);) {
+            const hbm_watch_series *s = hbm_watch_find(w, hbm_device_user_id(it.d), it.p->pid);
+            if (!s || !s->det.st.ready)
+                continue;
+            hbm_export_sample(b, name, it.pl.l, it.n,
+                              what ? (double)s->det.st.growth : s->det.st.leak);
         }
     }
 }
 
 /* Findings counted per (id, severity, device): several stale segments are one series. */
+static bool same_series(const hbm_finding *a, const hbm_finding *b)
+{
+    return strcmp(a->id, b->id) == 0 && a->severity == b->severity && a->device == b->device;
+}
+
 static void render_findings(const hbm_findings *f, hbm_export_buf *b)
 {
     static const hbm_severity sevs[] = {HBM_SEV_CRITICAL, HBM_SEV_WARNING, HBM_SEV_INFO};
@@ -324,14 +334,12 @@ static void render_findings(const hbm_findings *f, hbm_export_buf *b)
         const hbm_finding *fi = &f->items[i];
         bool dup = false;
         for (size_t k = 0; k < i && !dup; k++)
-            dup = strcmp(f->items[k].id, fi->id) == 0 && f->items[k].severity == fi->severity &&
-                  f->items[k].device == fi->device;
+            dup = same_series(&f->items[k], fi);
         if (dup)
             continue;
         size_t n = 0;
         for (size_t k = i; k < f->n; k++)
-            n += strcmp(f->items[k].id, fi->id) == 0 && f->items[k].severity == fi->severity &&
-                 f->items[k].device == fi->device;
+            n += same_series(&f->items[k], fi);
         char dev[24];
         id_text(dev, sizeof dev, fi->device);
         hbm_export_label l[3] = {{"id", fi->id},

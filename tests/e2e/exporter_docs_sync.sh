@@ -6,8 +6,7 @@
 # the man page and the completion where man and bash-completion look.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+scratch
 man1="$HBM_SRC/docs/hbmctl.1"
 comp="$HBM_SRC/scripts/hbmctl.bash-completion"
 

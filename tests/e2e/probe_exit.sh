@@ -5,18 +5,9 @@
 # that never answers, nothing listening), plus the overall deadline.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+scratch
 
-export HBMCTL_NVML_LIB="$HBM_FAKES/libnvidia-ml.so.1"
-export HBMCTL_DCMI_LIB="$tmp/no-such-libdcmi.so"
-export HBM_FAKE_NVML_SCENARIO="$tmp/scenario.json"
+fake_nvml
 GIB=1073741824
 sleep 600 &
 pids+=($!)

@@ -4,16 +4,10 @@
 # Enter, another sort on s, another device on Down and on a digit, and quits on q.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
-tmp=$(mktemp -d)
+scratch
 sock="hbmctl-watch-$$"
-pids=()
-cleanup() {
-    tmux -L "$sock" kill-server 2>/dev/null
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+# watch runs under the tmux server: stop that first, then what scratch stops.
+trap 'tmux -L "$sock" kill-server 2>/dev/null; scratch_cleanup' EXIT
 
 GIB=1073741824
 sleep 600 &

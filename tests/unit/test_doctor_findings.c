@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hbm/doctor.h"
+#include "hbm/verdict.h"
 #include "hbm/util.h"
 
 static hbm_device *npu(hbm_obs *obs, int idx, int64_t used_gib)
@@ -111,6 +112,9 @@ static void test_holders(void **state)
     hbm_device *d5 = npu(&obs, 5, 30);
     dproc(d5, 4006, 26, HBM_PID_GONE);
 
+    /* The driver/host join decides each process's state, as in a real observation: the
+     * re-parented EngineCore (4002) is judged abandoned there, not here. */
+    hbm_verdict_apply(&obs);
     hbm_findings f;
     hbm_doctor_findings(&obs, NULL, &f);
     assert_int_equal(count(&f, "orphan-holder"), 2);

@@ -88,19 +88,20 @@ static int scan_host(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
 {
     hbm_obs_init(obs);
-    obs->captured_at = hbm_now_wall();
-    gethostname(obs->hostname, sizeof obs->hostname - 1);
-
     const char *want = opts->backend ? opts->backend : "auto";
     if (opts->snapshot || strcmp(want, "snapshot") == 0) {
         if (!opts->snapshot)
             return hbm_err_set(err, "--backend snapshot needs --snapshot FILE");
+        /* A paste or a snapshot keeps its own host and time (unknown for npu-smi text): it
+         * was not observed here, now. */
         if (hbm_observe_file(obs, opts->snapshot, err) < 0) {
             hbm_obs_free(obs);
             return -1;
         }
         return 0;
     }
+    obs->captured_at = hbm_now_wall();
+    gethostname(obs->hostname, sizeof obs->hostname - 1);
 
     const hbm_backend *chosen = NULL;
     if (strcmp(want, "auto") == 0) {

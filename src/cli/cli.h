@@ -42,7 +42,7 @@ enum {
         {"root", required_argument, NULL, CLI_OPT_ROOT}
 
 #define CLI_COMMON_HELP                                                                      \
-    "  --json             machine-readable output (field names: docs/snapshot.md)\n"         \
+    "  --json             machine-readable output (stable field names: hbmctl(1), docs/)\n" \
     "  --snapshot FILE    read a snapshot or npu-smi text instead of the live host (- = stdin)\n" \
     "  --backend NAME     auto, nvml, dcmi, npu-smi, snapshot (default auto)\n"             \
     "  --root DIR         read /proc, /sys and /dev under DIR (tests; env HBMCTL_ROOT)\n"

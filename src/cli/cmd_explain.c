@@ -183,8 +183,9 @@ static void print_report(const char *path, const hbm_explain_report *rep, const 
             printf("no error-looking lines either.\n");
         }
     } else {
-        printf("%s: %zu known failure%s in %llu lines\n\n", name, rep->nfindings,
-               rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines);
+        printf("%s: %zu known failure%s in %llu line%s\n\n", name, rep->nfindings,
+               rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
+               rep->lines == 1 ? "" : "s");
         for (size_t i = 0; i < rep->nfindings; i++)
             print_finding(rep, i, color);
     }

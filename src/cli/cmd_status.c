@@ -93,9 +93,15 @@ static void render(const hbm_obs *obs)
     printf("\n");
     if (obs->partial)
         printf("partial input: %s\n", obs->partial_why);
-    printf("\n%-5s %-4s %-5s %-12s %-7s %6s %5s %5s %-19s %-11s %s\n", ascend ? "NPU" : "GPU",
-           "CHIP", "LOGIC", "NAME", "HEALTH", "POWER", "TEMP", "UTIL", "MEMORY USED/TOTAL",
-           "HUGEPAGES", "VERDICT");
+    /* NVIDIA has no chip or logic numbering: those columns give their room to the name
+     * ("NVIDIA H100 80GB HBM3" must not read like every other NVIDIA part). */
+    if (ascend)
+        printf("\n%-5s %-4s %-5s %-12s %-7s %6s %5s %5s %-19s %-11s %s\n", "NPU", "CHIP",
+               "LOGIC", "NAME", "HEALTH", "POWER", "TEMP", "UTIL", "MEMORY USED/TOTAL",
+               "HUGEPAGES", "VERDICT");
+    else
+        printf("\n%-5s %-23s %-7s %6s %5s %5s %-19s %-11s %s\n", "GPU", "NAME", "HEALTH",
+               "POWER", "TEMP", "UTIL", "MEMORY USED/TOTAL", "MIG", "VERDICT");
     char a[32], b[32], c[32], mem[48], power[16], temp[16], util[16], huge[24];
     for (size_t i = 0; i < obs->ndevs; i++) {
         const hbm_device *d = &obs->devs[i];
@@ -116,13 +122,20 @@ static void render(const hbm_obs *obs)
         else
             snprintf(huge, sizeof huge, "%lld/%lld", (long long)d->hugepages_used,
                      (long long)d->hugepages_total);
-        printf("%-5s %-4s %-5s %-12.12s %-7.7s %6s %5s %5s %-19s %-11s %s%s%s\n",
-               fmt_id(a, sizeof a, d->index), fmt_id(b, sizeof b, d->chip),
-               fmt_id(c, sizeof c, d->logic_id), d->name[0] ? d->name : "-",
-               d->health[0] ? d->health : "-", power, temp, util,
-               fmt_pair(mem, sizeof mem, d->memory_used_bytes, d->memory_total_bytes), huge,
-               color ? cli_verdict_color(d->verdict) : "", hbm_verdict_name(d->verdict),
-               color ? CLI_RESET : "");
+        const char *vcol = color ? cli_verdict_color(d->verdict) : "";
+        const char *vend = color ? CLI_RESET : "";
+        fmt_pair(mem, sizeof mem, d->memory_used_bytes, d->memory_total_bytes);
+        if (ascend)
+            printf("%-5s %-4s %-5s %-12.12s %-7.7s %6s %5s %5s %-19s %-11s %s%s%s\n",
+                   fmt_id(a, sizeof a, d->index), fmt_id(b, sizeof b, d->chip),
+                   fmt_id(c, sizeof c, d->logic_id), d->name[0] ? d->name : "-",
+                   d->health[0] ? d->health : "-", power, temp, util, mem, huge, vcol,
+                   hbm_verdict_name(d->verdict), vend);
+        else
+            printf("%-5s %-23.23s %-7.7s %6s %5s %5s %-19s %-11.11s %s%s%s\n",
+                   fmt_id(a, sizeof a, d->index), d->name[0] ? d->name : "-",
+                   d->health[0] ? d->health : "-", power, temp, util, mem,
+                   d->mig[0] ? d->mig : "-", vcol, hbm_verdict_name(d->verdict), vend);
     }
 
     size_t nprocs = 0;

@@ -46,9 +46,11 @@ static void usage(FILE *f)
         if (commands[i].fn)
             fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'hbmctl COMMAND --help' shows a command's options.\n\n"
-               "exit codes (reading commands):\n"
+               "exit codes:\n"
                "  0  done, nothing wrong\n"
-               "  1  done, and a problem was found (doctor, probe, clean that could not finish)\n"
+               "  1  done, and the answer is no: doctor found problems, probe unhealthy, clean\n"
+               "     could not finish, plan says vLLM will not start, pick found too few free\n"
+               "     devices, explain found failures, watch saw a leak, release: no such lease\n"
                "  2  could not look: bad usage, unreadable input (file:line named), no backend\n"
                "run: the child's status, 128+N when a signal N killed it; 125 hbmctl failed,\n"
                "     126 command not executable, 127 command not found (as docker run).\n");

@@ -33,7 +33,7 @@ static json_t *proc_to_json(const hbm_dproc *p)
 {
     json_t *o = json_object();
     set(o, "pid", jint(p->pid));
-    set(o, "name", json_string(p->name));
+    set(o, "name", jstr_or_null(p->name));
     set(o, "memory_bytes", jint(p->memory_bytes));
     set(o, "container", jstr_or_null(p->container));
     set(o, "pid_in_container", jint(p->pid_in_container));

@@ -494,6 +494,17 @@ int hbm_explain_scan_path(const hbm_catalog *cat, const char *path, hbm_explain_
         }
         if (got == 0)
             break;
+        /* As grep does: a NUL near the start means a binary file, not a log. */
+        const char *nul = s->rep.bytes == 0 ? memchr(buf, '\0', (size_t)got < 4096 ? (size_t)got : 4096)
+                                            : NULL;
+        if (nul) {
+            unsigned long long line = 1;
+            for (const char *q = buf; q < nul; q++)
+                line += *q == '\n';
+            rc = hbm_err_set(err, "%s:%llu: binary data (NUL byte): not a text log",
+                             is_stdin ? "(stdin)" : path, line);
+            break;
+        }
         hbm_explain_scanner_feed(s, buf, (size_t)got);
     }
     free(buf);

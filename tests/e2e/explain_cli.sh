@@ -131,4 +131,9 @@ ids = [f["id"] for f in json.loads(sys.argv[1])["findings"]]
 assert "nccl_shm_failed" in ids and "nccl_system_error" in ids, ids
 ' "$out"
 check "help names NCCL" bash -c '"$HBMCTL" explain --help | grep -q "NCCL)"'
+
+printf 'INFO starting\nINFO ok\n\0\001\002binary' >"$tmp/binary.log"
+out=$("$HBMCTL" explain --no-live "$tmp/binary.log" 2>&1); rc=$?
+check "binary input: exit 2" test $rc -eq 2
+check "binary input: file:line says not a text log ($out)" grep -q "binary.log:3: binary data" <<<"$out"
 finish

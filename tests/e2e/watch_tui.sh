@@ -6,6 +6,7 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
 sock="hbmctl-watch-$$"
+export TMUX_TMPDIR=$tmp # the server's socket goes away with the scratch directory
 # watch runs under the tmux server: stop that first, then what scratch stops.
 trap 'tmux -L "$sock" kill-server 2>/dev/null; scratch_cleanup' EXIT
 

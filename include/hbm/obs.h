@@ -100,7 +100,7 @@ typedef struct hbm_device {
 
 typedef struct hbm_obs {
     char schema[32];   /* "hbmctl.snapshot/1" */
-    char backend[32];  /* nvml, dcmi, npu-smi, snapshot */
+    char backend[32];  /* nvml, dcmi, npu-smi, snapshot; "none": no device source */
     char source[256];  /* file the text or snapshot came from, "" when live */
     char hostname[128];
     char tool_version[32];
@@ -119,6 +119,9 @@ typedef struct hbm_obs {
 
     bool has_host; /* host facts present (live scan or snapshot with host) */
     hbm_host host;
+
+    /* backend "none": why no device source could be used (host facts only); else "". */
+    char backend_why[1024];
 } hbm_obs;
 
 void hbm_obs_init(hbm_obs *obs);

@@ -44,6 +44,26 @@ const hbm_plan_device *hbm_plan_device_find(const char *name);
  * HBM_UNKNOWN); NULL when no family matches. */
 const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t driver_total);
 
+/* One live device's memory as vLLM sees it, from what the driver reports. */
+typedef struct hbm_plan_devmem {
+    const hbm_plan_device *row; /* borrowed (static): the table row used, NULL when none fits */
+    int64_t total_bytes;        /* the framework's total: the row's, else the driver's */
+    int64_t free_bytes;         /* total_bytes - driver used, at least 0 */
+    bool large_device;          /* vLLM's >= 70 GiB non-A100 batch defaults apply */
+} hbm_plan_devmem;
+
+/* What `plan --device auto` and `run --preflight` both plan with. torch.cuda.mem_get_info
+ * (cudaMemGetInfo; torch.npu.mem_get_info on Ascend), which vLLM's MemorySnapshot reads,
+ * reports a total below the driver tool's (NVML / DCMI) by what the driver keeps for itself
+ * (79.18 GiB against NVML's 81559 MiB on an H100), while the memory processes use is the
+ * same in both. So: the table's total for a device the name matches whose size agrees
+ * with the driver's (90-100.5% of it: a chip sold with several memory sizes must not take
+ * another size's row), else the driver's own total; free = that total - driver used.
+ * Fails when the driver gives no total or no used figure. */
+int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
+                           int64_t driver_total, int64_t driver_used, hbm_plan_devmem *out,
+                           hbm_err *err);
+
 /* ---- model reading ------------------------------------------------------------------- */
 
 /* How a layer keeps its cache. */
@@ -97,14 +117,18 @@ typedef struct hbm_plan_model {
     int weights_files;
     bool weights_estimated;        /* true: from the architecture, no safetensors found */
     int64_t params_estimated;      /* parameter count from the architecture */
+    char name_or_path[256];        /* the config's _name_or_path, "" when absent */
+    bool model_dir;                /* path is a directory or a file named config.json in
+                                      one; weights are looked for only then */
 } hbm_plan_model;
 
 void hbm_plan_model_init(hbm_plan_model *m);
 void hbm_plan_model_free(hbm_plan_model *m);
 
 /* Reads a model directory (config.json + *.safetensors / model.safetensors.index.json) or a
- * config.json file. Weights are measured from the safetensors headers only; without any,
- * they are estimated from the architecture and weights_estimated is set. */
+ * config file. Weights are measured from the safetensors headers only, next to a file only
+ * when it is named config.json (a model directory's); without any, they are estimated from
+ * the architecture and weights_estimated is set. */
 int hbm_plan_model_load(const char *path, hbm_plan_model *m, hbm_err *err);
 
 /* Architecture facts from config.json text (name is used in messages). */
@@ -162,7 +186,8 @@ typedef struct hbm_plan_input {
     int enforce_eager;           /* -1 unset, 0, 1 */
     int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
     int64_t kv_cache_memory_bytes;
-    const char *vllm_version;    /* borrowed: "0.11.0"; NULL = newest rules */
+    const char *vllm_version;    /* borrowed: "0.11.0"; NULL = newest rules; a release
+                                    outside the rules' range is refused */
     const char *served_model;    /* borrowed: model argument as given, for the flag line */
     /* flags given that change device memory but are not modelled (static table names);
      * filled by hbm_plan_args_from_argv, named in a note of the result */
@@ -194,7 +219,7 @@ typedef struct hbm_plan_error {
     char *message;  /* owned */
 } hbm_plan_error;
 
-/* One change that makes it fit, best first (SPEC 4 order). */
+/* One change that makes it fit (best first: docs/planner.md, Advice). */
 typedef struct hbm_plan_rec {
     char kind[32];   /* free_memory, tensor_parallel_size, max_model_len, max_num_seqs,
                         max_num_batched_tokens, gpu_memory_utilization, kv_cache_dtype */
@@ -283,7 +308,9 @@ const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached);
  * may be NULL): a few edits away, or the one name it abbreviates; NULL when none is close. */
 const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra);
 
-/* The one-paragraph verdict alone (for `hbmctl run --preflight`). Owned string. */
+/* The verdict alone (for `hbmctl run --preflight`): one line when it starts; else vLLM's
+ * message on one line, then every change that makes it fit with its cost and flag line
+ * (lines within 100 columns). Owned string, ending in a newline. */
 char *hbm_plan_verdict_text(const hbm_plan_result *r);
 
 #endif

@@ -14,6 +14,10 @@ int64_t hbm_verdict_baseline(const char *chip_name, hbm_vendor vendor, int64_t t
  * max(1 GiB, 3% of total). */
 int64_t hbm_verdict_margin(int64_t total_bytes);
 
+/* True when the process is by construction some server's child (vLLM's VLLM::* titled
+ * EngineCore or workers, a Python multiprocessing spawn/fork child): never the server. */
+bool hbm_verdict_server_child(const hbm_hproc *hp);
+
 /* Joins driver-listed pids with host facts (when present) and fills device verdicts and
  * reasons. */
 void hbm_verdict_apply(hbm_obs *obs);

@@ -127,8 +127,15 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
                      tried[0] ? "; " : "", live_backends[i]->name, why.msg);
         }
-        if (!chosen)
+        if (!chosen && !opts->host_only_ok)
             return hbm_err_set(err, "no accelerator backend found (%s)", tried);
+        if (!chosen) {
+            /* A broken driver or a container without the vendor libraries: the host facts
+             * still say what is stale, so look at those and say what was skipped. */
+            snprintf(obs->backend, sizeof obs->backend, "none");
+            snprintf(obs->backend_why, sizeof obs->backend_why,
+                     "no accelerator backend found (%s)", tried);
+        }
     } else {
         chosen = find_backend(want);
         if (!chosen)

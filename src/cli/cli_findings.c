@@ -26,11 +26,30 @@ void cli_wrap(FILE *f, const char *label, int indent, const char *text)
             fputc(' ', f);
             col++;
         }
+        /* A word wider than a whole line (a long path, a JSON value) is cut at the margin. */
+        while (col + (int)w > WIDTH && WIDTH - col > 0 && col == indent) {
+            int room = WIDTH - col;
+            fwrite(p, 1, (size_t)room, f);
+            fprintf(f, "\n%*s", indent, "");
+            p += room;
+            w -= (size_t)room;
+        }
         fwrite(p, 1, w, f);
         col += (int)w;
         p += w;
     }
     fputc('\n', f);
+}
+
+void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs)
+{
+    if (strcmp(obs->backend, "none") != 0)
+        return;
+    char *text = hbm_xasprintf("device checks skipped, host checks only: %s",
+                               obs->backend_why[0] ? obs->backend_why
+                                                   : "no accelerator backend was used");
+    cli_wrap(f, prefix, (int)strlen(prefix), text);
+    free(text);
 }
 
 static void flatten(json_t *v, const char *prefix, char *buf, size_t n, size_t *pos)
@@ -41,6 +60,17 @@ static void flatten(json_t *v, const char *prefix, char *buf, size_t n, size_t *
         json_object_foreach(v, k, x) {
             char name[128];
             snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "." : "", k);
+            flatten(x, name, buf, n, pos);
+        }
+        return;
+    }
+    if (json_is_array(v) && json_array_size(v) > 0 && json_is_object(json_array_get(v, 0))) {
+        /* holders=[{...}]: one key=value per field, so the line wraps like the rest. */
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            char name[128];
+            snprintf(name, sizeof name, "%s[%zu]", prefix, i);
             flatten(x, name, buf, n, pos);
         }
         return;
@@ -80,6 +110,7 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)
     bool color = cli_color(f);
     char verdict[512];
     hbm_findings_verdict(fs, verdict, sizeof verdict);
+    cli_print_skipped(f, "", obs);
     cli_wrap(f, "", 0, verdict);
     if (obs->backend[0] || obs->source[0])
         fprintf(f, "(source: %s%s%s)\n", obs->backend, obs->source[0] ? " " : "", obs->source);

@@ -11,7 +11,12 @@
  * (summary, evidence, remedy, clean action), wrapped to 100 columns. */
 void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs);
 
-/* Writes text after a label of width indent, wrapped at 100 columns. */
+/* Writes text after a label of width indent, wrapped at 100 columns; a word longer than
+ * a line is cut. */
 void cli_wrap(FILE *f, const char *label, int indent, const char *text);
+
+/* When obs has no device source (backend "none"), says so and why, wrapped, prefixed by
+ * prefix ("" or "hbmctl: "); prints nothing otherwise. */
+void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs);
 
 #endif

@@ -21,7 +21,8 @@ static void usage(FILE *f)
             "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
             "unless named with --pid. Then it observes again and reports per device the\n"
             "memory released. --apply appends a record per action to the audit log\n"
-            "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n\n"
+            "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n"
+            "With no device source it handles the host objects alone and says so first.\n\n"
             "options:\n"
             "  --apply            perform the actions; asks first when stdin is a terminal,\n"
             "                     proceeds without asking when it is not (scripts, pipes)\n"
@@ -58,6 +59,14 @@ static json_t *steps_json(const hbm_clean_plan *p)
         json_array_append_new(a, o);
     }
     return a;
+}
+
+/* Where the devices came from; backend "none" says the device checks were skipped. */
+static void add_source(json_t *j, const hbm_obs *obs)
+{
+    json_object_set_new(j, "backend", json_string(obs->backend));
+    json_object_set_new(j, "backend_why",
+                        obs->backend_why[0] ? json_string(obs->backend_why) : json_null());
 }
 
 /* True when every device on which a process was ended shows less memory than before. */
@@ -203,6 +212,7 @@ int cmd_clean(int argc, char **argv)
     copts.nnamed = npids;
     copts.command = apply ? "hbmctl clean --apply" : "hbmctl clean";
 
+    c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         goto out;
@@ -215,6 +225,7 @@ int cmd_clean(int argc, char **argv)
         allowed += plan.steps[i].allowed;
 
     if (!c.json) {
+        cli_print_skipped(stdout, "", &obs);
         printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
         if (plan.n > allowed)
             printf(", %zu kept by safety rules", plan.n - allowed);
@@ -234,6 +245,7 @@ int cmd_clean(int argc, char **argv)
         if (c.json) {
             json_t *j = json_object();
             json_object_set_new(j, "dry_run", json_true());
+            add_source(j, &obs);
             json_object_set_new(j, "steps", steps_json(&plan));
             cli_json_out(j);
         }
@@ -273,7 +285,10 @@ int cmd_clean(int argc, char **argv)
             usleep(500 * 1000);
         }
         if (orc == 0) {
-            if (!c.json)
+            if (!c.json && !obs.ndevs)
+                printf("device memory after clean: not known (%s)\n",
+                       obs.backend_why[0] ? "no device source" : "no device observed");
+            else if (!c.json)
                 printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE",
                        "BEFORE", "AFTER", "RELEASED");
             rel = released(&obs, &after, !c.json);
@@ -284,6 +299,7 @@ int cmd_clean(int argc, char **argv)
         if (c.json) {
             json_t *j = json_object();
             json_object_set_new(j, "dry_run", json_false());
+            add_source(j, &obs);
             json_object_set_new(j, "steps", steps_json(&plan));
             json_object_set_new(j, "released", rel ? rel : json_null());
             json_object_set_new(j, "audit_log", json_string(hbm_audit_path(copts.audit_path)));
@@ -294,6 +310,7 @@ int cmd_clean(int argc, char **argv)
     } else if (c.json) {
         json_t *j = json_object();
         json_object_set_new(j, "dry_run", json_false());
+        add_source(j, &obs);
         json_object_set_new(j, "steps", steps_json(&plan));
         cli_json_out(j);
     }

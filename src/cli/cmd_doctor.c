@@ -17,7 +17,9 @@ static void usage(FILE *f)
             "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
             "and what `hbmctl clean` would do. Finding ids and --json fields: docs/doctor.md.\n"
             "Run it as root on the host: other users' open files (who holds a device) are\n"
-            "readable only by root, and a container sees only its own processes.\n\n"
+            "readable only by root, and a container sees only its own processes. With no\n"
+            "device source (broken driver, no vendor libraries) it checks the host alone\n"
+            "and says so first.\n\n"
             "options:\n" CLI_COMMON_HELP
             "  --shm-full RATIO   /dev/shm use that counts as nearly full (default 90%%)\n"
             "  -h, --help         this text\n\n"
@@ -25,8 +27,8 @@ static void usage(FILE *f)
             "  device-file globs, default /dev/davinci*:/dev/nvidia*:...), HBMCTL_DCMI_LIB,\n"
             "  HBMCTL_NVML_LIB, HBMCTL_NPU_SMI (where the vendor libraries and tool are)\n\n"
             "exit: 0 no finding of severity warning or worse (info notes may be printed),\n"
-            "      1 problems found, 2 could not look (no backend, unreadable snapshot,\n"
-            "      bad option)\n");
+            "      1 problems found, 2 could not look (unreadable snapshot, bad option,\n"
+            "      a --backend named that is unavailable)\n");
 }
 
 int cmd_doctor(int argc, char **argv)
@@ -65,6 +67,7 @@ int cmd_doctor(int argc, char **argv)
         cli_errorf("doctor takes no arguments ('%s')", argv[optind]);
         return cli_usage_error("doctor");
     }
+    c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;
@@ -74,6 +77,8 @@ int cmd_doctor(int argc, char **argv)
     if (c.json) {
         json_t *j = hbm_findings_to_json(&f);
         json_object_set_new(j, "backend", json_string(obs.backend));
+        json_object_set_new(j, "backend_why",
+                            obs.backend_why[0] ? json_string(obs.backend_why) : json_null());
         cli_json_out(j);
     } else {
         cli_print_findings(stdout, &obs, &f);

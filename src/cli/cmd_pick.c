@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_findings.h"
 #include "hbm/lease.h"
 
 static void usage(FILE *f)
@@ -61,14 +62,14 @@ static json_t *result_json(const hbm_pick_result *r, const char *lease, int hold
     return j;
 }
 
+/* One refusal per device, reasons wrapped under each other within 100 columns. */
 static void print_refusals(const hbm_pick_result *r)
 {
     for (size_t i = 0; i < r->nrefused; i++) {
+        char label[32] = "  device -";
         if (r->refused[i].device >= 0)
-            fprintf(stderr, "  device %-5lld %s\n", (long long)r->refused[i].device,
-                    r->refused[i].why);
-        else
-            fprintf(stderr, "  %s\n", r->refused[i].why);
+            snprintf(label, sizeof label, "  device %lld", (long long)r->refused[i].device);
+        cli_wrap(stderr, label, 15, r->refused[i].why);
     }
 }
 
@@ -187,11 +188,17 @@ int cmd_pick(int argc, char **argv)
                    obs.ndevs);
         print_refusals(&r);
     } else if (!json) {
+        /* The placement says something only when several devices were chosen. */
+        char *msg = NULL;
         if (po.lease_name)
-            fprintf(stderr, "hbmctl: lease '%s' held by pid %d until pid %ld exits (%s)\n",
-                    po.lease_name, (int)holder, hold_pid, r.placement);
-        else
-            fprintf(stderr, "hbmctl: %s\n", r.placement);
+            msg = hbm_xasprintf("lease '%s' held by pid %d until pid %ld exits%s%s%s",
+                                po.lease_name, (int)holder, hold_pid, r.n > 1 ? " (" : "",
+                                r.n > 1 ? r.placement : "", r.n > 1 ? ")" : "");
+        else if (r.n > 1)
+            msg = hbm_xasprintf("%s", r.placement);
+        if (msg)
+            cli_wrap(stderr, "hbmctl:", 8, msg);
+        free(msg);
     }
     hbm_pick_result_free(&r); /* the holder keeps its own copies of the lease fds */
     hbm_obs_free(&obs);

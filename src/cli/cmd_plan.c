@@ -29,7 +29,8 @@ static void plan_help(void)
         "  --mem SIZE         total memory as the framework sees it (e.g. 43.24GiB)\n"
         "  --free SIZE        free memory at start-up (default: all of it, or live)\n"
         "  --platform P       cuda or ascend (with --mem; default cuda)\n"
-        "  --vllm-version V   rules of that release (vllm-ascend release on Ascend); default newest\n"
+        "  --vllm-version V   rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
+        "                     on Ascend; others are refused; default the newest\n"
         "  --list-devices     print the device table and exit\n"
         "  --list-flags       print the vLLM flags accepted before '--' and what each does here\n"
         "\n"
@@ -154,29 +155,24 @@ static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
     for (int64_t i = 0; i < ndev; i++) {
         hbm_device *d = &obs.devs[use[i]];
         (*ids)[i] = hbm_device_user_id(d);
-        if (d->memory_total_bytes <= 0 || d->memory_used_bytes < 0) {
-            cli_errorf("--device auto: device %lld reports no memory figures",
-                       (long long)hbm_device_user_id(d));
+        hbm_plan_platform plat = d->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
+                                                                : HBM_PLAN_PLATFORM_CUDA;
+        hbm_plan_devmem dm;
+        hbm_err err = {{0}};
+        if (hbm_plan_device_memory(d->name, plat, d->memory_total_bytes, d->memory_used_bytes,
+                                   &dm, &err) < 0) {
+            cli_errorf("--device auto: device %lld: %s", (long long)hbm_device_user_id(d),
+                       err.msg);
             goto fail;
         }
-        /* the framework sees less than the driver's total: use the table's figure when the
-         * device is known, keeping what the driver says is used */
-        const hbm_plan_device *t = hbm_plan_device_match(d->name, d->memory_total_bytes);
-        int64_t tot = t ? t->total_bytes : d->memory_total_bytes;
-        int64_t fr = tot - d->memory_used_bytes;
-        if (fr < 0)
-            fr = 0;
-        if (total < 0 || tot < total)
-            total = tot;
-        if (free_min < 0 || fr < free_min)
-            free_min = fr;
+        if (total < 0 || dm.total_bytes < total)
+            total = dm.total_bytes;
+        if (free_min < 0 || dm.free_bytes < free_min)
+            free_min = dm.free_bytes;
         if (i == 0) {
             snprintf(name, namelen, "%s", d->name[0] ? d->name : "device");
-            in->platform = d->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
-                                                          : HBM_PLAN_PLATFORM_CUDA;
-            in->large_device = t ? t->large_class
-                                 : (tot >= 70 * HBM_GIB && !strstr(d->name, "A100") &&
-                                    in->platform == HBM_PLAN_PLATFORM_CUDA);
+            in->platform = plat;
+            in->large_device = dm.large_device;
         }
         for (size_t p = 0; p < d->nprocs; p++) {
             *holders = hbm_xrealloc(*holders, (nh + 1) * sizeof **holders);

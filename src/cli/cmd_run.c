@@ -155,11 +155,14 @@ static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
     in.platform = dev->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
                                                    : HBM_PLAN_PLATFORM_CUDA;
     in.device_name = dev->name;
-    in.mem_total_bytes = dev->memory_total_bytes;
-    in.mem_free_bytes = dev->memory_used_bytes >= 0 && dev->memory_total_bytes >= 0
-                            ? dev->memory_total_bytes - dev->memory_used_bytes : HBM_UNKNOWN;
-    const hbm_plan_device *row = hbm_plan_device_find(dev->name);
-    in.large_device = row ? row->large_class : dev->memory_total_bytes >= 70 * HBM_GIB;
+    /* the same figures as `hbmctl plan --device auto` */
+    hbm_plan_devmem dm;
+    if (hbm_plan_device_memory(dev->name, in.platform, dev->memory_total_bytes,
+                               dev->memory_used_bytes, &dm, &err) < 0)
+        return fail("preflight: device %lld: %s", (long long)hbm_device_user_id(dev), err.msg);
+    in.mem_total_bytes = dm.total_bytes;
+    in.mem_free_bytes = dm.free_bytes;
+    in.large_device = dm.large_device;
     hbm_plan_holder *holders = hbm_xcalloc(dev->nprocs ? dev->nprocs : 1, sizeof *holders);
     for (size_t i = 0; i < dev->nprocs; i++) {
         holders[i].pid = dev->procs[i].pid;

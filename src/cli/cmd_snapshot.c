@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_findings.h"
 #include "hbm/snapshot.h"
 
 static void usage(FILE *f)
@@ -13,10 +14,13 @@ static void usage(FILE *f)
                "Writes the devices, their processes, the host facts (device-file holders, SysV and\n"
                "POSIX shared memory, hugepages, THP, /dev/shm, TCP listeners), the time, hostname,\n"
                "tool version and source backend as one JSON document (schema hbmctl.snapshot/1,\n"
-               "docs/snapshot.md). Every read-only command replays it with --snapshot FILE.\n\n"
+               "docs/snapshot.md). Every read-only command replays it with --snapshot FILE.\n"
+               "With no device source it writes the host facts alone (backend \"none\", the\n"
+               "reason in backend_why) and says so on stderr.\n\n"
                "options:\n"
                "  -o, --output FILE  write to FILE instead of standard output\n" CLI_COMMON_HELP
-               "\nexit: 0 written, 2 could not look or write\n");
+               "\nexit: 0 written, 2 could not write, or could not look (unreadable input, a\n"
+               "      --backend named that is unavailable)\n");
 }
 
 int cmd_snapshot(int argc, char **argv)
@@ -48,9 +52,11 @@ int cmd_snapshot(int argc, char **argv)
         cli_errorf("snapshot: unexpected argument '%s'", argv[optind]);
         return CLI_EXIT_ERROR;
     }
+    c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;
+    cli_print_skipped(stderr, "hbmctl: ", &obs);
     json_t *doc = hbm_snapshot_to_json(&obs);
     hbm_obs_free(&obs);
     if (!out || strcmp(out, "-") == 0) {

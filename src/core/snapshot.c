@@ -208,6 +208,7 @@ json_t *hbm_snapshot_to_json(const hbm_obs *obs)
     json_t *o = json_object();
     set(o, "schema", json_string(HBM_SNAPSHOT_SCHEMA));
     set(o, "backend", json_string(obs->backend));
+    set(o, "backend_why", jstr_or_null(obs->backend_why));
     char ts[40];
     fmt_time(ts, sizeof ts, obs->captured_at);
     set(o, "captured_at", obs->captured_at > 0 ? json_string(ts) : json_null());
@@ -647,7 +648,8 @@ int hbm_snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name, h
         get_str(&r, root, "captured_at", when, sizeof when) < 0 ||
         get_str(&r, root, "hostname", obs->hostname, sizeof obs->hostname) < 0 ||
         get_str(&r, root, "driver_version", obs->driver_version, sizeof obs->driver_version) < 0 ||
-        get_str(&r, root, "partial_why", obs->partial_why, sizeof obs->partial_why) < 0)
+        get_str(&r, root, "partial_why", obs->partial_why, sizeof obs->partial_why) < 0 ||
+        get_str(&r, root, "backend_why", obs->backend_why, sizeof obs->backend_why) < 0)
         goto fail;
     /* The observation's own source is kept so replays say where the devices came from. */
     snprintf(obs->backend, sizeof obs->backend, "%s", backend[0] ? backend : "snapshot");

@@ -43,9 +43,7 @@ int64_t hbm_verdict_margin(int64_t total)
     return pct > HBM_GIB ? pct : HBM_GIB;
 }
 
-/* A process that is by construction some server's child (vLLM's VLLM::* titled EngineCore
- * or workers, a multiprocessing spawn/fork child). */
-static bool server_child(const hbm_hproc *hp)
+bool hbm_verdict_server_child(const hbm_hproc *hp)
 {
     if (strncmp(hp->comm, "VLLM", 4) == 0)
         return true;
@@ -99,7 +97,7 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
                  "pid %d (%s) outlived its container %.12s: the container's cgroup is gone "
                  "and its parent is init", hp->pid, hp->comm,
                  hp->container_id[0] ? hp->container_id : "(unknown)");
-    } else if (h->sees_host_pids && hp->ppid == 1 && server_child(hp)) {
+    } else if (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp)) {
         /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1
          * may be the server itself. */
         p->state = HBM_PID_ABANDONED;

@@ -228,6 +228,60 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
     }
 }
 
+/* Without a device source (backend "none") the driver lists nobody: the processes that hold
+ * accelerator device files stand in, judged by the join's rules, memory unknown. */
+static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *out)
+{
+    const hbm_host *h = &obs->host;
+    for (size_t i = 0; i < h->nprocs; i++) {
+        const hbm_hproc *hp = &h->procs[i];
+        if (hp->ndev_paths == 0 || (hp->state == 'Z' && hp->zombie_live_threads == 0))
+            continue;
+        hbm_dproc p = {.pid = hp->pid, .memory_bytes = HBM_UNKNOWN,
+                       .pid_in_container = HBM_UNKNOWN};
+        snprintf(p.name, sizeof p.name, "%s", hp->comm);
+        char files[160] = "";
+        for (size_t k = 0, pos = 0; k < hp->ndev_paths && pos < sizeof files; k++)
+            pos += (size_t)snprintf(files + pos, sizeof files - pos, "%s%s", k ? ", " : "",
+                                    hp->dev_paths[k]);
+        hbm_finding *x = NULL;
+        if (hp->state == 'D') {
+            p.state = HBM_PID_STUCK;
+            x = doc_add(out, "stuck-holder", HBM_SEV_CRITICAL, HBM_UNKNOWN,
+                        "pid %d (%s) holds %s and is stuck in the kernel (D state%s%s)",
+                        hp->pid, hp->comm, files, hp->wchan[0] ? " at " : "", hp->wchan);
+            doc_remedy(x, "No signal ends a process in uninterruptible sleep until its kernel "
+                          "call returns. Wait, check dmesg for driver errors; if it never "
+                          "returns, reset the device with the vendor tool or reboot.");
+        } else if ((hp->cgroup_gone && hp->ppid <= 1) ||
+                   (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp))) {
+            p.state = HBM_PID_ABANDONED;
+            snprintf(p.state_why, sizeof p.state_why, "%s",
+                     hp->cgroup_gone ? "its container's cgroup is gone and its parent is init"
+                                     : "a server's worker whose server has exited (ppid 1)");
+            x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, HBM_UNKNOWN,
+                        "pid %d (%s) holds %s and the process that started it is gone "
+                        "(device memory unknown: no device source)", hp->pid, hp->comm, files);
+            doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
+                          "period; the driver returns its memory once it has exited. Start "
+                          "servers under `hbmctl run` so this cannot happen again.");
+            x->action.kind = HBM_ACT_KILL;
+            x->action.pid = hp->pid;
+            x->action.starttime = hp->starttime;
+            snprintf(x->action.text, sizeof x->action.text,
+                     "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid, hp->comm);
+        }
+        if (!x)
+            continue;
+        json_t *e = proc_evidence(obs, &p, hp, now);
+        json_t *df = json_array();
+        for (size_t k = 0; k < hp->ndev_paths; k++)
+            json_array_append_new(df, json_string(hp->dev_paths[k]));
+        json_object_set_new(e, "device_files", df);
+        json_object_set_new(x->evidence, "process", e);
+    }
+}
+
 static bool any_host_holder(const hbm_obs *obs)
 {
     for (size_t i = 0; i < obs->host.nprocs; i++)
@@ -490,6 +544,8 @@ void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_fi
         device_findings(obs, &obs->devs[i], out);
     }
     if (obs->has_host) {
+        if (strcmp(obs->backend, "none") == 0)
+            file_holder_findings(obs, now, out);
         sysv_findings(obs, out);
         posix_findings(obs, out);
         memory_findings(obs, o, out);

@@ -8,6 +8,7 @@
 
 #include "doctor/doctor_int.h"
 #include "hbm/util.h"
+#include "hbm/verdict.h"
 
 static bool is_server(const hbm_hproc *p)
 {
@@ -105,7 +106,9 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
             break;
         p++;
     }
-    for (size_t i = 0; i < n; i++) {
+    /* Without a device source (backend "none") no device is known, so none is missing. */
+    bool devices_known = strcmp(obs->backend, "none") != 0;
+    for (size_t i = 0; i < n && devices_known; i++) {
         const hbm_device *d = find_dev(obs, ids[i]);
         if (!d) {
             hbm_finding *x = doc_add(out, "visible-device-missing", HBM_SEV_WARNING, ids[i],
@@ -210,6 +213,21 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
         json_object_set_new(x->evidence, "cmdline", json_string(s->cmdline));
 }
 
+/* A worker never listens: it inherited the server's --port in its command line. Here its
+ * server is gone (its parent is no server), so it is either a server's child by
+ * construction or a device holder the join found abandoned; orphan-holder covers it. */
+static bool orphaned_worker(const hbm_obs *obs, const hbm_hproc *s)
+{
+    if (hbm_verdict_server_child(s))
+        return true;
+    for (size_t i = 0; i < obs->ndevs; i++)
+        for (size_t j = 0; j < obs->devs[i].nprocs; j++)
+            if (obs->devs[i].procs[j].pid == s->pid &&
+                obs->devs[i].procs[j].state == HBM_PID_ABANDONED)
+                return true;
+    return false;
+}
+
 void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
 {
     for (size_t i = 0; i < obs->host.nprocs; i++) {
@@ -218,6 +236,7 @@ void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
             continue;
         if (s->visible_devices && *s->visible_devices)
             visible_findings(obs, s, out);
-        port_findings(obs, s, out);
+        if (!orphaned_worker(obs, s))
+            port_findings(obs, s, out);
     }
 }

@@ -271,23 +271,23 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
     for (size_t i = 0; i < obs->ndevs; i++) {
         const hbm_device *d = &obs->devs[i];
         int64_t uid = hbm_device_user_id(d);
-        char sz[32], sz2[32];
-        if (uid < 0) {
-            refuse(res, &rcap, uid, "npu %lld chip %lld: no logic id known (read `npu-smi "
-                   "info -m` or use DCMI)", (long long)d->index, (long long)d->chip);
-            continue;
-        }
-        if (!listed(opts, uid)) {
+        char sz[32], sz2[32], who[64] = "";
+        /* A chip without a user id has no device number to print: name it by card and
+         * chip. Its verdict comes first; the missing id only matters when it is usable. */
+        if (uid < 0)
+            snprintf(who, sizeof who, "npu %lld chip %lld: ", (long long)d->index,
+                     (long long)d->chip);
+        if (uid >= 0 && !listed(opts, uid)) {
             refuse(res, &rcap, uid, "not in the requested device list");
             continue;
         }
         if (d->vendor != res->vendor) {
-            refuse(res, &rcap, uid, "%s device; picking %s devices",
+            refuse(res, &rcap, uid, "%s%s device; picking %s devices", who,
                    hbm_vendor_name(d->vendor), hbm_vendor_name(res->vendor));
             continue;
         }
         if (d->verdict != HBM_VERDICT_FREE) {
-            refuse(res, &rcap, uid, "%s: %s", hbm_verdict_name(d->verdict),
+            refuse(res, &rcap, uid, "%s%s: %s", who, hbm_verdict_name(d->verdict),
                    d->reason[0] ? d->reason : "not free");
             continue;
         }
@@ -296,16 +296,21 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
             free_b = d->memory_total_bytes - d->memory_used_bytes;
         if (opts->min_free_bytes >= 0) {
             if (free_b < 0) {
-                refuse(res, &rcap, uid, "free memory unknown, --min-free %s asked",
+                refuse(res, &rcap, uid, "%sfree memory unknown, --min-free %s asked", who,
                        hbm_fmt_size(sz, sizeof sz, opts->min_free_bytes));
                 continue;
             }
             if (free_b < opts->min_free_bytes) {
-                refuse(res, &rcap, uid, "%s free, less than --min-free %s",
+                refuse(res, &rcap, uid, "%s%s free, less than --min-free %s", who,
                        hbm_fmt_size(sz, sizeof sz, free_b),
                        hbm_fmt_size(sz2, sizeof sz2, opts->min_free_bytes));
                 continue;
             }
+        }
+        if (uid < 0) {
+            refuse(res, &rcap, uid, "%sno logic id known (read `npu-smi info -m` or use DCMI)",
+                   who);
+            continue;
         }
         if (opts->lease_name) {
             hbm_lease_info h;

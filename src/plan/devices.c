@@ -127,3 +127,29 @@ const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t dr
     }
     return best;
 }
+
+int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
+                           int64_t driver_total, int64_t driver_used, hbm_plan_devmem *out,
+                           hbm_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (driver_total <= 0 || driver_used < 0)
+        return hbm_err_set(err, "%s reports no memory figures",
+                           driver_name && *driver_name ? driver_name : "the device");
+    const hbm_plan_device *t = hbm_plan_device_match(driver_name, driver_total);
+    /* the framework sees a little less than the driver (A100 0.985, H100 0.994, 910B4 0.92
+     * of it), never more: a row outside that is another memory size of the same chip */
+    if (t && ((double)t->total_bytes > 1.005 * (double)driver_total ||
+              (double)t->total_bytes < 0.90 * (double)driver_total))
+        t = NULL;
+    out->row = t;
+    out->total_bytes = t ? t->total_bytes : driver_total;
+    out->free_bytes = out->total_bytes - driver_used;
+    if (out->free_bytes < 0)
+        out->free_bytes = 0;
+    out->large_device = t ? t->large_class
+                          : platform == HBM_PLAN_PLATFORM_CUDA &&
+                                out->total_bytes >= 70 * HBM_GIB &&
+                                !(driver_name && strstr(driver_name, "A100"));
+    return 0;
+}

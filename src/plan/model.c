@@ -241,6 +241,9 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
                  json_string_value(json_array_get(arch, 0)));
     const char *mt = get_str(t, root, "model_type");
     snprintf(m->model_type, sizeof m->model_type, "%s", mt ? mt : "");
+    json_t *nop = json_object_get(root, "_name_or_path");
+    if (json_is_string(nop) && strlen(json_string_value(nop)) < sizeof m->name_or_path)
+        snprintf(m->name_or_path, sizeof m->name_or_path, "%s", json_string_value(nop));
 
     m->hidden_size = get_int(t, root, KEYS("hidden_size", "d_model", "n_embd", "dim"), -1);
     m->num_layers = get_int(t, root, KEYS("num_hidden_layers", "n_layer", "num_layers",
@@ -380,6 +383,10 @@ int hbm_plan_model_load(const char *path, hbm_plan_model *m, hbm_err *err)
         else
             snprintf(dir, sizeof dir, ".");
     }
+    /* a config under another name is not a model directory's: the files next to it
+     * are not its weights */
+    const char *base = strrchr(cfg, '/');
+    bool model_dir = !strcmp(base ? base + 1 : cfg, "config.json");
     char *text = NULL;
     size_t len = 0;
     if (hbm_read_file(cfg, 16 * HBM_MIB, &text, &len, err) < 0)
@@ -388,6 +395,9 @@ int hbm_plan_model_load(const char *path, hbm_plan_model *m, hbm_err *err)
     free(text);
     if (rc < 0)
         return -1;
+    m->model_dir = model_dir;
+    if (!model_dir)
+        return 0;
     hbm_plan_st_sum sum;
     int files = 0;
     if (plan_weights_in_dir(dir, &sum, &files, err) < 0)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "hbm/plan.h"
 #include "plan/plan_int.h"
@@ -369,6 +370,34 @@ static int kv_bytes(const char *name, int model_bytes)
     return b ? b : model_bytes;
 }
 
+/* What `vllm serve` is given in the flag lines: vLLM loads a model directory or a hub name,
+ * never a config file. A config.json stands for its directory; a config under another name
+ * is outside any model directory, so its _name_or_path (said in a note), else a MODEL for
+ * the user to fill in. Owned string. */
+static char *served_model(const hbm_plan_input *in, const hbm_plan_model *m,
+                          hbm_plan_result *res)
+{
+    const char *s = in->served_model ? in->served_model : in->model_path;
+    struct stat st;
+    if (stat(s, &st) < 0 || !S_ISREG(st.st_mode))
+        return hbm_xstrdup(s);
+    const char *slash = strrchr(s, '/');
+    if (!strcmp(slash ? slash + 1 : s, "config.json")) {
+        if (!slash)
+            return hbm_xstrdup(".");
+        return slash == s ? hbm_xstrdup("/") : hbm_xasprintf("%.*s", (int)(slash - s), s);
+    }
+    if (m->name_or_path[0]) {
+        add_note(res, hbm_xasprintf("%s is not a model directory's config.json: the flag lines "
+                                    "serve its _name_or_path, %s", s, m->name_or_path));
+        return hbm_xstrdup(m->name_or_path);
+    }
+    add_note(res, hbm_xasprintf("%s is not a model directory's config.json and names no "
+                                "_name_or_path: put the model directory or hub name in place "
+                                "of MODEL in the flag lines", s));
+    return hbm_xstrdup("MODEL");
+}
+
 int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -381,14 +410,23 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
         return -1;
     hbm_plan_model *m = &res->model;
+    bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
     int ver = PLAN_VERSION_NEWEST;
     if (in->vllm_version) {
         ver = plan_version_parse(in->vllm_version);
         if (ver < 0)
             return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
                                in->vllm_version);
+        /* refused, not clamped: another release's rules would give figures that look
+         * exact for a release whose start-up nobody has read */
+        int oldest = ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA;
+        if (ver < oldest || ver > PLAN_VERSION_LAST)
+            return hbm_err_set(err, "--vllm-version: %s %s is outside the releases the rules "
+                                    "know (%d.%d.0 to %d.%d.x)",
+                               ascend ? "vllm-ascend" : "vLLM", in->vllm_version,
+                               oldest / 10000, oldest / 100 % 100, PLAN_VERSION_NEWEST / 10000,
+                               PLAN_VERSION_NEWEST / 100 % 100);
     }
-    bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
     plan_ctx c = {.m = m, .r = rules_for(ver, ascend)};
     c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
     c.w_scale = 1.0;
@@ -494,7 +532,8 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     snprintf(res->visible_devices, sizeof res->visible_devices, "%s",
              in->visible_devices ? in->visible_devices : "");
 
-    plan_view v = {in, in->served_model ? in->served_model : in->model_path};
+    char *served = served_model(in, m, res);
+    plan_view v = {in, served};
     res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
     vllm_errors(&c, &f, &o, res);
     if (!o.fits)
@@ -530,6 +569,7 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
                                     in->nunmodelled > 1 ? "s" : ""));
         free(list);
     }
+    free(served);
     if (m->mla && !ascend && !f.block_given)
         add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "

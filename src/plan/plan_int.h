@@ -18,6 +18,11 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
 /* vLLM version as major*10000 + minor*100 + patch; -1 when unparsable. */
 int plan_version_parse(const char *s);
 #define PLAN_VERSION_NEWEST 2300 /* 0.23.0: the newest release the rules know */
+/* The releases the rules know: vLLM 0.6.0 (V0's profile-run budget, research/vllm-memory.md)
+ * and vllm-ascend 0.7.0 (its first releases) up to any patch release of the newest minor. */
+#define PLAN_VERSION_OLDEST_CUDA 600
+#define PLAN_VERSION_OLDEST_ASCEND 700
+#define PLAN_VERSION_LAST (PLAN_VERSION_NEWEST + 99)
 
 /* ---- the memory model, shared by plan.c (prediction) and advise.c (changes that fit) ---- */
 
@@ -78,7 +83,7 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);
 /* The serving flags as a whole `vllm serve` line (owned string). */
 char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dtype);
 
-/* For a plan that does not start: the changes that make it fit, in SPEC 4 order, each
+/* For a plan that does not start: the changes that make it fit, best first, each
  * verified by plan_evaluate, appended to res->recs. */
 void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
                  const plan_view *v, hbm_plan_result *res);

@@ -184,19 +184,36 @@ static void bar_row(sbuf *b, const char *label, int64_t bytes, int64_t total, in
               total > 0 ? 100.0 * (double)bytes / (double)total : 0.0, bar);
 }
 
+/* The numbered changes with their costs and flag lines. */
+static void recs_text(sbuf *b, const hbm_plan_result *r, int width)
+{
+    sb_printf(b, "what makes it fit, best first:\n");
+    for (size_t i = 0; i < r->nrecs; i++) {
+        char *t = hbm_xasprintf("%zu. %s", i + 1, r->recs[i].change);
+        sb_wrap_hang(b, t, 2, 5, width);
+        free(t);
+        char *c = hbm_xasprintf("cost: %s", r->recs[i].cost);
+        sb_wrap(b, c, 5, width);
+        free(c);
+        sb_wrap_hang(b, r->recs[i].vllm_args, 5, 7, width);
+    }
+}
+
 char *hbm_plan_verdict_text(const hbm_plan_result *r)
 {
     sbuf b = {0};
-    if (r->fits)
-        sb_printf(&b, "vLLM starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld",
+    if (r->fits) {
+        sb_printf(&b, "vLLM starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld\n",
                   (long long)r->kv_cache_tokens, r->max_concurrency,
                   (long long)r->max_model_len);
+        return b.s;
+    }
+    /* vLLM's words on one line, so they read (and grep) as vLLM prints them */
+    sb_printf(&b, "vLLM will not start: %s\n", r->nerrors ? r->errors[0].message : "");
+    if (r->nrecs)
+        recs_text(&b, r, 100);
     else
-        sb_printf(&b, "vLLM will not start: %s", r->nerrors ? r->errors[0].message : "");
-    if (!r->fits && r->nrecs)
-        sb_printf(&b, " Best change: %s", r->recs[0].change);
-    if (!b.s)
-        return hbm_xstrdup("");
+        sb_printf(&b, "no single change found that makes it fit\n");
     return b.s;
 }
 
@@ -305,16 +322,8 @@ char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color)
     for (size_t i = 0; i < r->nerrors; i++)
         sb_wrap(&b, r->errors[i].message, 8, width);
     if (r->nrecs) {
-        sb_printf(&b, "\nwhat makes it fit, best first:\n");
-        for (size_t i = 0; i < r->nrecs; i++) {
-            char *t = hbm_xasprintf("%zu. %s", i + 1, r->recs[i].change);
-            sb_wrap_hang(&b, t, 2, 5, width);
-            free(t);
-            char *c = hbm_xasprintf("cost: %s", r->recs[i].cost);
-            sb_wrap(&b, c, 5, width);
-            free(c);
-            sb_wrap_hang(&b, r->recs[i].vllm_args, 5, 7, width);
-        }
+        sb_printf(&b, "\n");
+        recs_text(&b, r, width);
     } else if (!r->fits) {
         sb_printf(&b, "\nno single change found that makes it fit\n");
     }

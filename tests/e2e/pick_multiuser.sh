@@ -9,7 +9,7 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: switching to an unprivileged user needs root (running as uid $(id -u))"
-    exit 0
+    exit 77
 fi
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
     as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
@@ -17,11 +17,11 @@ elif command -v runuser >/dev/null && runuser -u nobody -- true 2>/dev/null; the
     as_user() { runuser -u nobody -- "$@"; }
 else
     echo "SKIP: neither setpriv nor runuser can switch to uid 65534 here"
-    exit 0
+    exit 77
 fi
 if ! as_user test -x "$HBMCTL" || ! as_user test -r "$HBM_FAKES/libdcmi.so"; then
     echo "SKIP: uid 65534 cannot run $HBMCTL or read $HBM_FAKES (build directory permissions)"
-    exit 0
+    exit 77
 fi
 tmp=$(mktemp -d)
 chmod 755 "$tmp"

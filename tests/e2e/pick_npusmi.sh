@@ -45,4 +45,14 @@ check "and never chosen" [ "$(echo "$out" | jq '[.devices[] | select(. == 4)] | 
 NO_MAP=1 "$HBMCTL" pick 1 --backend npu-smi >/dev/null 2>"$tmp/nomap.err"
 check "without npu-smi info -m, pick 1 fails (exit 1)" [ $? -eq 1 ]
 check "and says the logic ids are unknown" grep -q "no logic id known" "$tmp/nomap.err"
+NO_MAP=1 "$HBMCTL" pick 2 --backend npu-smi --json >"$tmp/nomap.json" 2>/dev/null
+check "without logic ids, NPU 4 (which holds a process) is refused for its verdict first" \
+    bash -c "jq -r '.refused[].why' '$tmp/nomap.json' | grep -Eq '^npu 4 chip 0: (BUSY|ORPHANED|UNACCOUNTED)'"
+check "the missing logic id is given only for the otherwise usable chips" \
+    [ "$(jq '[.refused[] | select(.why | test("no logic id known"))] | length' "$tmp/nomap.json")" -eq 7 ]
+"$HBMCTL" pick 1 --backend npu-smi >"$tmp/one.out" 2>"$tmp/one.err"
+check "pick 1 prints only the variable (stderr: '$(cat "$tmp/one.err")')" \
+    bash -c "grep -qx 'ASCEND_RT_VISIBLE_DEVICES=0' '$tmp/one.out' && [ ! -s '$tmp/one.err' ]"
+"$HBMCTL" pick 3 --backend npu-smi 2>"$tmp/three.err" >/dev/null
+check "pick 3 names the placement on stderr" grep -qx 'hbmctl: one HCCS domain' "$tmp/three.err"
 finish

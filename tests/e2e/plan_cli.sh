@@ -136,6 +136,26 @@ hbm plan "$fix/qwen3-0.6b" >"$tmp/out" 2>"$tmp/err"
 check "no device exits 2" test $? -eq 2
 hbm plan "$fix/qwen3-0.6b" --device H100-80G --gpu-memory-utilization 1.7 >"$tmp/out" 2>"$tmp/err"
 check "bad flag exits 2" test $? -eq 2
+# a release the rules do not know is refused, naming the range
+for v in 9.9 0.1; do
+    hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v >"$tmp/out" 2>"$tmp/err"
+    check "version $v exits 2" test $? -eq 2
+    check "version $v: range named" grep -q "vLLM $v is outside the releases the rules know (0.6.0 to 0.23.x)" "$tmp/err"
+    check "version $v: nothing planned" test ! -s "$tmp/out"
+done
+
+# given a config.json, vllm serve gets its directory, in the command and in every change
+hbm plan "$fix/qwen3-32b/config.json" --device H100-80G --max-model-len 40960 --json >"$tmp/j"
+check "config.json path: does not fit (exit 1)" test $? -eq 1
+check "config.json path: the directory is served" python3 - "$tmp/j" "$fix/qwen3-32b" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+want = "vllm serve " + sys.argv[2] + " "
+assert j["vllm_args"].startswith(want), j["vllm_args"]
+assert j["recommendations"], j
+for r in j["recommendations"]:
+    assert r["vllm_args"].startswith(want), r["vllm_args"]
+EOF
 
 # --device auto over the fake NVML: a real process holds 30 GiB of an H100
 fake_nvml

@@ -58,6 +58,12 @@ check() { # BACKEND
     grep -q '0\.85, 36\.75 GiB' "$LOG" || fail "$be: the refusal does not show (0.85, 36.75 GiB)"
     grep -q "$holder" "$LOG" || fail "$be: the refusal does not name the holder pid $holder"
     grep -q 'started' "$LOG" && fail "$be: something was started despite the refusal"
+    # the changes it speaks of are printed, each with its cost and a whole flag line
+    grep -q '^what makes it fit, best first:$' "$LOG" || fail "$be: the refusal lists no changes"
+    grep -Eq '^  1\. ' "$LOG" || fail "$be: no first change"
+    grep -Eq '^     cost: ' "$LOG" || fail "$be: a change without its cost"
+    grep -Eq '^     vllm serve .*--gpu-memory-utilization' "$LOG" || fail "$be: a change without its flag line"
+    grep -q '(below)' "$LOG" && fail "$be: the refusal refers to text it does not print"
     echo "ok: $be: preflight refuses with vLLM's numbers: $(grep -o 'Free memory[^)]*)[^)]*)' "$LOG" | head -n1)"
 }
 
@@ -67,6 +73,28 @@ check dcmi
 export HBMCTL_NVML_LIB=$HBM_FAKES/libnvidia-ml.so.1 HBM_FAKE_NVML_SCENARIO=$T/nvml.json
 nvml_scenario 28625957028 "[{\"pid\": $holder, \"used_memory\": 28000000000}]"
 check nvml
+
+# the same device through `plan --device auto` and `run --preflight`: the same figures. The
+# framework's total for a known device is the table's (an H100 shows 79.18 GiB to torch,
+# whatever NVML says), free is that less what the driver says is used.
+cat >"$T/nvml.json" <<JSON
+{"driver_version": "550.54.15", "devices": [
+ {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "bus_id": "00000000:19:00.0",
+  "memory_total": $((80 * 1024 ** 3)), "memory_used": $((27 * 1024 ** 3)), "utilization_gpu": 0,
+  "compute": [{"pid": $holder, "used_memory": $((27 * 1024 ** 3))}]}]}
+JSON
+LOG=$T/log.same
+"$HBMCTL" run --backend nvml --preflight "$model" -- \
+    vllm serve "$model" --gpu-memory-utilization 0.85 --max-model-len 8192 >"$T/out" 2>"$LOG"
+[ "$?" = 125 ] || fail "same device: preflight should refuse (exit 125)"
+"$HBMCTL" plan "$model" --device auto --backend nvml --gpu-memory-utilization 0.85 \
+    --max-model-len 8192 --json >"$T/plan.json" 2>"$T/plan.err"
+[ "$?" = 1 ] || fail "same device: plan should say it does not start (exit 1)"
+want=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["errors"][0]["message"])' "$T/plan.json")
+grep -qF "vLLM will not start: $want" "$LOG" || fail "same device: preflight and plan differ; plan says: $want"
+grep -qF '(52.18/79.18 GiB)' "$LOG" || fail "same device: not the framework's total 79.18 less 27 GiB used"
+grep -qF '(0.85, 67.30 GiB)' "$LOG" || fail "same device: not 0.85 x 79.18 GiB"
+echo "ok: run --preflight and plan --device auto give the same figures: ${want:0:80}"
 
 # the holder gone, the device idle: the same launch passes the preflight and starts
 # (a stand-in for vllm that checks it got the flags)

@@ -431,6 +431,67 @@ static void test_servers(void **state)
     hbm_obs_free(&obs);
 }
 
+/* A vLLM worker outliving its API server inherited `--port` in its command line: it is
+ * not the server, and orphan-holder already covers it; a real server still gets one. */
+static void test_orphaned_worker_port(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    host_on(&obs);
+    npu(&obs, 0, 30);
+    npu(&obs, 1, 30);
+    dproc(&obs.devs[0], 7001, 26, HBM_PID_ABANDONED);
+    hproc(&obs, 7001, 1, 'S', "VLLM::EngineCor",
+          "/usr/bin/python3 /usr/bin/vllm serve /m --port 8000");
+    /* Its container is gone and init adopted it: abandoned, though no child by its title. */
+    dproc(&obs.devs[1], 7002, 26, HBM_PID_ABANDONED);
+    hproc(&obs, 7002, 1, 'S', "python3",
+          "python3 -m vllm.entrypoints.openai.api_server --port 8001");
+    /* A multiprocessing child of a server that no longer exists, holding no device. */
+    hproc(&obs, 7003, 1, 'S', "python3",
+          "python3 -c from multiprocessing.spawn import spawn_main; spawn_main() "
+          "--multiprocessing-fork vllm --port 8002");
+    /* A live server started by init that does not listen: still reported. */
+    hproc(&obs, 7100, 1, 'S', "vllm", "vllm serve /m2 --port 8003");
+    hbm_findings f;
+    hbm_doctor_findings(&obs, NULL, &f);
+    assert_int_equal(count(&f, "orphan-holder"), 2);
+    assert_int_equal(count(&f, "port-not-listening"), 1);
+    assert_int_equal(json_integer_value(json_object_get(find(&f, "port-not-listening", 0)->evidence,
+                                                        "port")), 8003);
+    assert_int_equal(count(&f, "port-held-by-other"), 0);
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+}
+
+/* Without a device source nothing is known about devices: a server's visible devices are
+ * not "missing"; what the host alone shows is still judged. */
+static void test_no_device_source(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    host_on(&obs);
+    snprintf(obs.backend, sizeof obs.backend, "none");
+    snprintf(obs.backend_why, sizeof obs.backend_why, "no accelerator backend found");
+    hbm_hproc *s = hproc(&obs, 5000, 1, 'S', "vllm", "vllm serve /m -tp 4 --port 8000");
+    s->visible_devices = hbm_xstrdup("0,1");
+    hbm_findings f;
+    hbm_doctor_findings(&obs, NULL, &f);
+    assert_int_equal(count(&f, "visible-device-missing"), 0);
+    assert_int_equal(count(&f, "visible-devices-tp-mismatch"), 1);
+    assert_int_equal(count(&f, "port-not-listening"), 1);
+    hbm_findings_free(&f);
+    /* The same server on a host whose source lists no device: the ids are wrong. */
+    obs.backend_why[0] = '\0';
+    snprintf(obs.backend, sizeof obs.backend, "nvml");
+    hbm_doctor_findings(&obs, NULL, &f);
+    assert_int_equal(count(&f, "visible-device-missing"), 2);
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+}
+
 static void test_clean_host(void **state)
 {
     (void)state;
@@ -458,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_shared_memory),
         cmocka_unit_test(test_host_memory),
         cmocka_unit_test(test_servers),
+        cmocka_unit_test(test_orphaned_worker_port),
+        cmocka_unit_test(test_no_device_source),
         cmocka_unit_test(test_clean_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

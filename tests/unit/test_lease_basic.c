@@ -226,6 +226,26 @@ static void test_pick_domains(void **state)
         said |= strstr(r.refused[i].why, "no logic id") != NULL;
     assert_true(said);
     hbm_pick_result_free(&r);
+
+    /* With no logic id anywhere (npu-smi text without `info -m`), a busy chip is refused
+     * for its verdict; only the usable ones for the missing id. Each names its card. */
+    for (size_t i = 0; i < obs.ndevs; i++)
+        obs.devs[i].logic_id = HBM_UNKNOWN;
+    o.n = 2;
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
+    assert_int_equal(r.nrefused, 8);
+    for (size_t i = 0; i < r.nrefused; i++) {
+        char head[32];
+        snprintf(head, sizeof head, "npu %zu chip 0: ", i);
+        assert_int_equal(r.refused[i].device, HBM_UNKNOWN);
+        assert_memory_equal(r.refused[i].why, head, strlen(head));
+        const char *rest = r.refused[i].why + strlen(head);
+        if (i == 1)
+            assert_memory_equal(rest, "BUSY: 1 process listed", 22);
+        else
+            assert_memory_equal(rest, "no logic id known", 17);
+    }
+    hbm_pick_result_free(&r);
     hbm_obs_free(&obs);
 }
 

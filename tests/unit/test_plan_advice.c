@@ -1,6 +1,8 @@
 /* Every change the planner recommends is a real fix: its `vllm serve` line, read back as
  * vLLM would read it and planned again on the same device, starts (for "free the memory",
- * once the memory is free). Also the one-paragraph verdict `hbmctl run --preflight` shows. */
+ * once the memory is free, and not before: freeing must be what it takes). Costs are the
+ * re-planned ones; the order is best first. Also the verdict `hbmctl run --preflight`
+ * shows. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,6 +36,10 @@ static const scenario scenarios[] = {
     {FIX "qwen3-next-80b-a3b", "H100-80G", NULL, 0, 0,
      "--tensor-parallel-size 4 --max-num-seqs 1024 --max-model-len 262144 "
      "--kv-cache-memory-bytes 2GiB"},
+    /* the free-memory check passes (52 > 0.5 x 79.18 GiB); only max_model_len fails */
+    {FIX "qwen3-14b", NULL, NULL, 79.18, 52, "--gpu-memory-utilization 0.5"},
+    /* rules that charge what others hold to the KV budget (no start-up check) */
+    {FIX "qwen3-14b", "A100-40G", "0.8.5", 0, 30, "--max-model-len 32768"},
 };
 
 /* Splits a flag line into argv (in place); returns argc. */
@@ -58,10 +64,41 @@ static void setup_input(const scenario *s, hbm_plan_input *in)
         in->device_name = d->name;
     } else {
         in->mem_total_bytes = (int64_t)(s->total_gib * GIB);
-        in->platform = HBM_PLAN_PLATFORM_ASCEND;
+        in->platform = s->total_gib > 70 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
+        in->large_device = s->total_gib > 70;
     }
     if (s->free_gib > 0)
         in->mem_free_bytes = (int64_t)(s->free_gib * GIB);
+}
+
+/* The cost a recommendation states is the re-planned one (t: the plan of its flag line). */
+static void check_cost(size_t i, const hbm_plan_result *r, const hbm_plan_rec *rec,
+                       const hbm_plan_result *t)
+{
+    if (strcmp(rec->kind, "gpu_memory_utilization"))
+        return;
+    if (t->gpu_memory_utilization > r->gpu_memory_utilization) {
+        /* a raise takes only memory that is free now, and says what stays free */
+        int64_t free_now = t->free_bytes >= 0 ? t->free_bytes : t->total_bytes;
+        int64_t left = free_now - t->requested_bytes;
+        for (size_t n = 0; n < t->nnotes; n++)
+            if (strstr(t->notes[n], "charge memory held by other processes"))
+                left = t->total_bytes - t->requested_bytes; /* util x total includes theirs */
+        assert_true(left >= 0);
+        char want[96];
+        if (left >= (int64_t)(0.01 * GIB))
+            snprintf(want, sizeof want, "%.2f GiB of the device stays free", (double)left / GIB);
+        else
+            snprintf(want, sizeof want, "no free memory left");
+        if (!strstr(rec->cost, want))
+            fail_msg("scenario %zu: cost \"%s\" should say \"%s\"", i, rec->cost, want);
+    } else {
+        char want[96];
+        snprintf(want, sizeof want, "a smaller KV cache (%.2f GiB per rank)",
+                 (double)t->kv_cache_bytes / GIB);
+        if (!strstr(rec->cost, want))
+            fail_msg("scenario %zu: cost \"%s\" should say \"%s\"", i, rec->cost, want);
+    }
 }
 
 static void test_every_recommendation_fits(void **state)
@@ -100,13 +137,76 @@ static void test_every_recommendation_fits(void **state)
             if (!t.fits)
                 fail_msg("scenario %zu: recommendation \"%s\" does not fit: %s", i,
                          r.recs[k].vllm_args, t.nerrors ? t.errors[0].message : "");
+            check_cost(i, &r, &r.recs[k], &t);
             hbm_plan_result_free(&t);
+            if (!strcmp(r.recs[k].kind, "free_memory")) {
+                /* the same flags while the memory stays held must not start: else freeing
+                 * was never needed and does not belong in the advice */
+                hbm_plan_input held;
+                setup_input(s, &held);
+                snprintf(copy, sizeof copy, "%s", r.recs[k].vllm_args);
+                ac = split(copy, av, 64);
+                assert_int_equal(hbm_plan_args_from_argv(&held, ac, av, &err), 0);
+                assert_int_equal(hbm_plan_run(&held, &t, &err), 0);
+                if (t.fits)
+                    fail_msg("scenario %zu: \"%s\" starts without freeing anything", i,
+                             r.recs[k].vllm_args);
+                assert_int_equal(k, 0); /* when it is needed, it comes first */
+                hbm_plan_result_free(&t);
+            }
             checked++;
         }
         hbm_plan_result_free(&r);
     }
     printf("%d recommendations re-planned, all start\n", checked);
     assert_true(checked >= 10);
+}
+
+/* The free-memory check passes and only max_model_len fails: freeing what others hold
+ * changes nothing, so it is not offered; the first change is the lowest higher utilisation
+ * that fits in the memory free now, and its cost says how much stays free. */
+static void test_free_check_passes(void **state)
+{
+    (void)state;
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = FIX "qwen3-14b";
+    in.platform = HBM_PLAN_PLATFORM_CUDA;
+    in.large_device = true;
+    in.mem_total_bytes = (int64_t)(79.18 * GIB);
+    in.mem_free_bytes = (int64_t)(52 * GIB);
+    in.gpu_memory_utilization = 0.5;
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    char *text = hbm_plan_result_text(&r, 100, false);
+    printf("%s", text);
+    free(text);
+    assert_false(r.fits);
+    assert_int_equal(r.nerrors, 1);
+    assert_string_equal(r.errors[0].kind, "max_model_len");
+    assert_true(r.nrecs >= 2);
+    for (size_t k = 0; k < r.nrecs; k++) {
+        assert_string_not_equal(r.recs[k].kind, "free_memory");
+        assert_null(strstr(r.recs[k].change, "Until then"));
+    }
+    assert_string_equal(r.recs[0].kind, "gpu_memory_utilization");
+    double u = atof(r.recs[0].flags + strlen("--gpu-memory-utilization "));
+    assert_true(u > 0.5 && u * 79.18 < 52);
+    assert_null(strstr(r.recs[0].cost, "none left"));
+    /* the lowest that fits: 0.01 less does not */
+    hbm_plan_input less = in;
+    less.gpu_memory_utilization = round((u - 0.01) * 100) / 100;
+    hbm_plan_result t;
+    assert_int_equal(hbm_plan_run(&less, &t, &err), 0);
+    assert_false(t.fits);
+    hbm_plan_result_free(&t);
+    /* the shorter context is still offered */
+    bool mml = false;
+    for (size_t k = 0; k < r.nrecs; k++)
+        mml |= !strcmp(r.recs[k].kind, "max_model_len");
+    assert_true(mml);
+    hbm_plan_result_free(&r);
 }
 
 static void test_verdict_text(void **state)
@@ -121,9 +221,28 @@ static void test_verdict_text(void **state)
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
     char *v = hbm_plan_verdict_text(&r);
-    printf("%s\n", v);
-    assert_non_null(strstr(v, "vLLM will not start: Free memory on device (16.58/43.24 GiB)"));
-    assert_non_null(strstr(v, "Best change: No --gpu-memory-utilization works"));
+    printf("%s", v);
+    /* vLLM's words on the first line, whole */
+    const char *first = "vLLM will not start: Free memory on device (16.58/43.24 GiB) on "
+                        "startup is less than desired GPU memory utilization (0.85, 36.75 GiB).";
+    assert_int_equal(strncmp(v, first, strlen(first)), 0);
+    assert_non_null(strstr(v, "\nwhat makes it fit, best first:\n  1. No --gpu-memory-utilization "
+                              "works"));
+    /* every change it refers to is there, with its cost and flag line */
+    assert_true(r.nrecs >= 2);
+    for (size_t k = 0; k < r.nrecs; k++) {
+        char want[16];
+        snprintf(want, sizeof want, "\n  %zu. ", k + 1);
+        assert_non_null(strstr(v, want));
+    }
+    assert_null(strstr(v, "(below)"));
+    size_t costs = 0;
+    for (const char *p = v; *p; p++)
+        if (!strncmp(p, "     cost: ", 11))
+            costs++;
+    assert_int_equal(costs, r.nrecs);
+    for (const char *l = strchr(v, '\n') + 1; *l; l = strchr(l, '\n') + 1)
+        assert_true(strchr(l, '\n') - l <= 100);
     free(v);
     hbm_plan_result_free(&r);
     in.mem_free_bytes = in.mem_total_bytes;
@@ -139,6 +258,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_recommendation_fits),
+        cmocka_unit_test(test_free_check_passes),
         cmocka_unit_test(test_verdict_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

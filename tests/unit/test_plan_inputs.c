@@ -1,0 +1,244 @@
+/* What the planner takes from outside: a live device's memory as the framework sees it
+ * (one function for `plan --device auto` and `run --preflight`), the vLLM release (only
+ * those the rules know), and the model path, which the flag lines turn into something
+ * `vllm serve` loads (a directory or a hub name, never a config file). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hbm/plan.h"
+
+#define GIB 1073741824.0
+
+static void test_device_memory(void **state)
+{
+    (void)state;
+    hbm_plan_devmem dm;
+    hbm_err err = {{0}};
+    const hbm_plan_device *h100 = hbm_plan_device_find("H100-80G");
+    /* whatever NVML calls the total (80 GiB here, 81559 MiB on real drivers), torch sees
+     * the table's; what the driver says is used is used in both views */
+    int64_t nvml_totals[] = {(int64_t)(80 * GIB), 81559LL << 20};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+                                                nvml_totals[i], (int64_t)(27 * GIB), &dm, &err),
+                         0);
+        assert_ptr_equal(dm.row, h100);
+        assert_int_equal(dm.total_bytes, h100->total_bytes);
+        assert_int_equal(dm.free_bytes, h100->total_bytes - (int64_t)(27 * GIB));
+        assert_true(dm.large_device);
+    }
+    /* every row is taken for a driver total a little above it */
+    size_t n;
+    const hbm_plan_device *all = hbm_plan_devices(&n);
+    for (size_t i = 0; i < n; i++) {
+        int64_t drv = (int64_t)((double)all[i].total_bytes / 0.95);
+        assert_int_equal(hbm_plan_device_memory(all[i].name, all[i].platform, drv, 0, &dm, &err),
+                         0);
+        assert_ptr_equal(dm.row, &all[i]);
+        assert_int_equal(dm.free_bytes, all[i].total_bytes);
+    }
+    /* a 300I Duo chip is a "310P3" with 44278 MB, not the 24 GB row: the driver's total */
+    int64_t duo = 44278LL << 20;
+    assert_int_equal(hbm_plan_device_memory("310P3", HBM_PLAN_PLATFORM_ASCEND, duo,
+                                            1500LL << 20, &dm, &err),
+                     0);
+    assert_null(dm.row);
+    assert_int_equal(dm.total_bytes, duo);
+    assert_int_equal(dm.free_bytes, duo - (1500LL << 20));
+    assert_false(dm.large_device);
+    /* an H100 NVL (94 GB) is not the 80 GB row */
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 NVL", HBM_PLAN_PLATFORM_CUDA,
+                                            95830LL << 20, 0, &dm, &err),
+                     0);
+    assert_null(dm.row);
+    assert_true(dm.large_device);
+    /* unknown devices: the driver's figures; the batch defaults by size, never on A100 */
+    assert_int_equal(hbm_plan_device_memory("NVIDIA A40", HBM_PLAN_PLATFORM_CUDA, 46428596470LL,
+                                            28625957028LL, &dm, &err),
+                     0);
+    assert_null(dm.row);
+    assert_int_equal(dm.free_bytes, 46428596470LL - 28625957028LL);
+    assert_false(dm.large_device);
+    assert_int_equal(hbm_plan_device_memory("NVIDIA A100-SXM4-96GB", HBM_PLAN_PLATFORM_CUDA,
+                                            98304LL << 20, 0, &dm, &err),
+                     0);
+    assert_false(dm.large_device);
+    /* more used than the framework's total: nothing free, never negative */
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+                                            81559LL << 20, 81500LL << 20, &dm, &err),
+                     0);
+    assert_int_equal(dm.free_bytes, 0);
+    /* no figures: an error naming the device */
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+                                            81559LL << 20, HBM_UNKNOWN, &dm, &err),
+                     -1);
+    assert_non_null(strstr(err.msg, "NVIDIA H100 80GB HBM3"));
+}
+
+static int run_version(const char *v, hbm_plan_platform platform, hbm_err *err)
+{
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = "tests/fixtures/models/qwen3-0.6b";
+    in.platform = platform;
+    in.mem_total_bytes = (int64_t)(64 * GIB);
+    in.vllm_version = v;
+    hbm_plan_result r;
+    int rc = hbm_plan_run(&in, &r, err);
+    hbm_plan_result_free(&r);
+    return rc;
+}
+
+static void test_versions(void **state)
+{
+    (void)state;
+    hbm_err err = {{0}};
+    const char *known[] = {"0.6.0", "0.6.4", "0.10.1.1", "v0.11.0", "0.23", "0.23.7"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (run_version(known[i], HBM_PLAN_PLATFORM_CUDA, &err) < 0)
+            fail_msg("%s: %s", known[i], err.msg);
+    const char *made_up[] = {"9.9", "0.1", "0.5.9", "0.24.0", "1.0"};
+    for (size_t i = 0; i < sizeof made_up / sizeof made_up[0]; i++) {
+        assert_int_equal(run_version(made_up[i], HBM_PLAN_PLATFORM_CUDA, &err), -1);
+        printf("%s\n", err.msg);
+        assert_non_null(strstr(err.msg, made_up[i]));
+        assert_non_null(strstr(err.msg, "0.6.0 to 0.23.x"));
+    }
+    /* vllm-ascend began with 0.7 */
+    assert_int_equal(run_version("0.6.4", HBM_PLAN_PLATFORM_ASCEND, &err), -1);
+    assert_non_null(strstr(err.msg, "vllm-ascend 0.6.4"));
+    assert_non_null(strstr(err.msg, "0.7.0 to 0.23.x"));
+    assert_int_equal(run_version("0.7.3", HBM_PLAN_PLATFORM_ASCEND, &err), 0);
+    assert_int_equal(run_version("zero", HBM_PLAN_PLATFORM_CUDA, &err), -1);
+    assert_non_null(strstr(err.msg, "not a version"));
+}
+
+/* Plans path (not fitting, so recommendations exist) and checks that the whole flag line and
+ * every recommendation's serve `want`. */
+static void check_served(const char *path, const char *want, const char *note)
+{
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    char *argv[] = {"serve", (char *)path, "--max-model-len", "40960"};
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_args_from_argv(&in, 4, argv, &err), 0);
+    in.platform = HBM_PLAN_PLATFORM_CUDA;
+    in.mem_total_bytes = (int64_t)(8 * GIB);
+    hbm_plan_result r;
+    if (hbm_plan_run(&in, &r, &err) < 0)
+        fail_msg("%s: %s", path, err.msg);
+    char prefix[1200];
+    snprintf(prefix, sizeof prefix, "vllm serve %s --", want);
+    printf("%s -> %s\n", path, r.vllm_args);
+    assert_int_equal(strncmp(r.vllm_args, prefix, strlen(prefix)), 0);
+    assert_false(r.fits);
+    assert_true(r.nrecs > 0);
+    for (size_t i = 0; i < r.nrecs; i++)
+        assert_int_equal(strncmp(r.recs[i].vllm_args, prefix, strlen(prefix)), 0);
+    bool noted = false;
+    for (size_t i = 0; i < r.nnotes; i++)
+        noted |= note && strstr(r.notes[i], note) != NULL;
+    assert_true(noted == (note != NULL));
+    hbm_plan_result_free(&r);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* the scratch directory of test_served_model, removed even when the test fails */
+static char dir[] = "/tmp/hbm-plan-served-XXXXXX";
+static const char *const scratch_files[] = {"model/config.json", "Qwen__Qwen3-14B.json",
+                                            "stray.safetensors", "bare.json", "model"};
+
+static int scratch_make(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int scratch_remove(void **state)
+{
+    (void)state;
+    char p[512];
+    for (size_t i = 0; i < sizeof scratch_files / sizeof scratch_files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, scratch_files[i]);
+        if (unlink(p) < 0)
+            rmdir(p);
+    }
+    return rmdir(dir);
+}
+
+static void test_served_model(void **state)
+{
+    (void)state;
+#define CFG                                                                                  \
+    "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", "                  \
+    "\"hidden_size\": 5120, \"intermediate_size\": 17408, \"num_hidden_layers\": 40, "           \
+    "\"num_attention_heads\": 40, \"num_key_value_heads\": 8, \"head_dim\": 128, "               \
+    "\"vocab_size\": 151936, \"torch_dtype\": \"bfloat16\", "                                   \
+    "\"max_position_embeddings\": 40960%s}\n"
+    char p[512], text[1024], want[512];
+    /* a model directory's config.json: the directory */
+    snprintf(p, sizeof p, "%s/model", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/model/config.json", dir);
+    snprintf(text, sizeof text, CFG, ", \"_name_or_path\": \"Qwen/Qwen3-14B\"");
+    write_file(p, text);
+    snprintf(want, sizeof want, "%s/model", dir);
+    check_served(p, want, NULL);
+    check_served(want, want, NULL);
+    /* a config under another name, outside any model directory: its _name_or_path, noted;
+     * the safetensors file next to it is not its weights */
+    snprintf(p, sizeof p, "%s/Qwen__Qwen3-14B.json", dir);
+    write_file(p, text);
+    snprintf(want, sizeof want, "%s/stray.safetensors", dir);
+    write_file(want, "not a safetensors file");
+    check_served(p, "Qwen/Qwen3-14B", "serve its _name_or_path, Qwen/Qwen3-14B");
+    hbm_plan_model m;
+    hbm_plan_model_init(&m);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_model_load(p, &m, &err), 0);
+    assert_true(m.weights_estimated);
+    assert_false(m.model_dir);
+    hbm_plan_model_free(&m);
+    /* and without one: a MODEL to fill in, said so */
+    snprintf(p, sizeof p, "%s/bare.json", dir);
+    snprintf(text, sizeof text, CFG, "");
+    write_file(p, text);
+    check_served(p, "MODEL", "in place of MODEL");
+    /* a hub name as given stays as given */
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    char *argv[] = {"serve", "Qwen/Qwen3-14B"};
+    assert_int_equal(hbm_plan_args_from_argv(&in, 2, argv, &err), 0);
+    in.model_path = p;
+    in.mem_total_bytes = (int64_t)(80 * GIB);
+    hbm_plan_result r;
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    assert_int_equal(strncmp(r.vllm_args, "vllm serve Qwen/Qwen3-14B --", 28), 0);
+    hbm_plan_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_memory),
+        cmocka_unit_test(test_versions),
+        cmocka_unit_test_setup_teardown(test_served_model, scratch_make, scratch_remove),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -218,9 +218,14 @@ static int pick_devices(size_t count, const int64_t *ids, size_t nids,
     if (rc == 1) {
         fprintf(stderr, PREFIX "--devices: %zu free device%s wanted, not available:\n", count,
                 count == 1 ? "" : "s");
-        for (size_t i = 0; i < pick->nrefused; i++)
-            fprintf(stderr, PREFIX "  device %lld: %s\n", (long long)pick->refused[i].device,
-                    pick->refused[i].why);
+        for (size_t i = 0; i < pick->nrefused; i++) {
+            /* A chip with no logic id is named inside its reason (card and chip). */
+            if (pick->refused[i].device >= 0)
+                fprintf(stderr, PREFIX "  device %lld: %s\n",
+                        (long long)pick->refused[i].device, pick->refused[i].why);
+            else
+                fprintf(stderr, PREFIX "  %s\n", pick->refused[i].why);
+        }
         return HBM_RUN_EXIT_FAILED;
     }
     for (size_t i = 0; i < pick->n; i++)

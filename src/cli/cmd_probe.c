@@ -156,7 +156,7 @@ static void check_device(probe *p, const hbm_device *d, int64_t max_bytes, doubl
         json_object_set_new(c, "used_ratio", json_real(r));
         json_object_set_new(c, "limit_ratio", json_real(max_ratio));
         record(p, "max-mem", r > max_ratio ? PR_BAD : PR_OK, c,
-               "device %lld memory %s of %s (%.0f%%) %s --max-mem %.0f%%", (long long)id,
+               "device %lld memory %s of %s (%.3g%%) %s --max-mem %.3g%%", (long long)id,
                sz_used, sz_total, r * 100, r > max_ratio ? "above" : "within", max_ratio * 100);
         return;
     }

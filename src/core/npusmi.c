@@ -505,10 +505,13 @@ int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char
                                 MAX_PREAMBLE_LINES);
                 continue;
             }
-            /* Text after the table (a shell prompt, a comment): the table is over. */
+            /* Text after the table (a shell prompt, a comment): the table is over. Binary
+             * data there means the file is not a paste at all. */
             if (awaiting_b)
                 return fail(&r, "row of NPU %lld is cut: its second row is missing",
                             (long long)cur->index);
+            if (memchr(s, '\0', (size_t)(end - s)))
+                return fail(&r, "binary data (NUL byte) after the table: not npu-smi text");
             break;
         }
 

@@ -42,6 +42,8 @@ probe --max-mem 40%
 check "40 GiB of 80 is 50%: above 40%: exit 1 ($out)" test "$rc" -eq 1
 check "unhealthy line names the device and the limit" grep -q "unhealthy: device 0 memory 40.00 GiB of 80.00 GiB (50%) above --max-mem 40%" <<<"$out"
 check "unhealthy: one line" lines
+probe --max-mem 0.1%
+check "a fractional limit is echoed as given ($out)" grep -q "above --max-mem 0.1%" <<<"$out"
 probe --max-mem 0.6
 check "ratio 0.6: exit 0" test "$rc" -eq 0
 probe --max-mem 30GiB

@@ -389,6 +389,20 @@ static void broken_inputs_name_the_line(void **st)
     assert_non_null(strstr(err.msg, "t.txt:5: Temp(C) value 'hot'"));
     free(nan);
 
+    char *tail = hbm_xasprintf(
+        "%s| 0     910B3               | OK            | 94.8        36                0    / 0             |\n"
+        "| 0                         | 0000:C1:00.0  | 0           0    / 0          3407 / 65536         |\n"
+        "+===========================+===============+====================================================+\n"
+        "junk", HEAD);
+    size_t tlen = strlen(tail);
+    tail[tlen - 2] = '\0'; /* binary after the table */
+    hbm_obs o;
+    hbm_obs_init(&o);
+    assert_int_equal(hbm_npusmi_parse_info(&o, tail, tlen, "t.txt", &err), -1);
+    assert_non_null(strstr(err.msg, "t.txt:8: binary data"));
+    hbm_obs_free(&o);
+    free(tail);
+
     assert_int_equal(parse_text("hello\nworld\n", &err), -1);
     assert_non_null(strstr(err.msg, "no npu-smi table"));
 

@@ -9,19 +9,8 @@
 
 model=$T/model
 mkdir -p "$model"
-# Qwen2.5-14B's config (XiYanSQL-QwenCoder-14B is a fine-tune of it), as stored in research
-python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))["qwen2_5_14b_base_read"]
-json.dump(d, open(sys.argv[2], "w"))' \
-    "$HBM_SRC/../shared/research/model-configs/XiYanSQL-QwenCoder-14B.json" "$model/config.json" 2>/dev/null ||
-cat >"$model/config.json" <<'JSON'
-{"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120,
- "intermediate_size": 13824, "num_hidden_layers": 48, "num_attention_heads": 40,
- "num_key_value_heads": 8, "vocab_size": 152064, "tie_word_embeddings": false,
- "torch_dtype": "bfloat16", "max_position_embeddings": 131072, "sliding_window": 131072,
- "use_sliding_window": false, "rope_theta": 1000000.0}
-JSON
+# Qwen2.5-14B's architecture (XiYanSQL-QwenCoder-14B, the field note's model, is a fine-tune).
+cp "$HBM_SRC/tests/fixtures/models/qwen2.5-14b/config.json" "$model/config.json"
 
 sleep 600 &
 holder=$!

@@ -38,7 +38,5 @@ extern const hbm_backend hbm_backend_npusmi; /* runs `npu-smi info` and reads it
  * With opts->snapshot set, reads that file instead (snapshot JSON or npu-smi text). */
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err);
 
-/* Reads a snapshot or raw npu-smi text from a file ("-" = stdin), detecting which. */
-int hbm_observe_file(hbm_obs *obs, const char *path, hbm_err *err);
 
 #endif

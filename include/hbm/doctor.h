@@ -1,4 +1,4 @@
-/* Findings, safe clean-up actions and the audit log (SPEC 2 doctor/clean, SPEC 6).
+/* Findings, safe clean-up actions and the audit log (docs/doctor.md).
  *
  * Findings are a pure function of one observation (live or a snapshot): the same input
  * always yields the same findings. Each names what is wrong, the evidence, the remedy in
@@ -74,10 +74,6 @@ json_t *hbm_findings_to_json(const hbm_findings *f);
 void hbm_findings_verdict(const hbm_findings *f, char *buf, size_t n);
 /* Findings of severity warning or worse. */
 size_t hbm_findings_problems(const hbm_findings *f);
-
-/* The vendor's reset command for a device ("npu-smi set -t reset -i 6 -c 0",
- * "nvidia-smi --gpu-reset -i 0"); hbmctl prints it and never runs it. */
-void hbm_doctor_reset_command(const hbm_device *dev, char *buf, size_t n);
 
 /* ---- signals that never hit a recycled pid --------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* hbmctl explain: a catalogue of known failure signatures (data/signatures.json, data not
  * code), a streaming log scanner that finds them, and live cross-checks of each finding
- * against an observation (SPEC 2, 9).
+ * against an observation (hbmctl(1), docs/snapshot.md).
  *
  * The catalogue holds three kinds of entries: "failure" (reported), "fact" (remembered
  * context such as the server port or the tensor-parallel size, used by live checks) and
@@ -164,7 +164,7 @@ bool hbm_explain_report_wants_live(const hbm_explain_report *rep);
 void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                             const hbm_obs *obs, const char *root, const char *source);
 
-/* SPEC 9: {"findings":[{"id","line","text","cause","remedies","live",...}], ...}. */
+/* JSON contract: {"findings":[{"id","line","text","cause","remedies","live",...}], ...}. */
 json_t *hbm_explain_report_json(const hbm_explain_report *rep);
 json_t *hbm_explain_catalog_json(const hbm_catalog *cat);
 

@@ -1,5 +1,5 @@
-/* Host facts read from /proc and /sys (SPEC 3): processes holding accelerator device files,
- * their identity (start time, state, cgroup, container), SysV and POSIX shared memory,
+/* Host facts read from /proc and /sys (docs/host-facts.md): processes holding accelerator
+ * device files, their identity (start time, state, cgroup, container), SysV and POSIX shared memory,
  * hugepages, transparent hugepages, /dev/shm usage and TCP listeners.
  *
  * Every path is read relative to a root prefix ("" for the live host) so tests can point
@@ -110,7 +110,7 @@ typedef struct hbm_host_opts {
     size_t nwant_pids;
 } hbm_host_opts;
 
-/* Default device-file patterns (SPEC 3), NULL-terminated. */
+/* Default device-file patterns (docs/host-facts.md), NULL-terminated. */
 extern const char *const hbm_host_default_dev_patterns[];
 
 /* The root prefix from the environment (HBMCTL_ROOT), or "" for the live host. */

@@ -1,4 +1,5 @@
-/* Exclusive device leases (SPEC 6) and the choice of free devices (`pick`, `run --devices`).
+/* Exclusive device leases (docs/doctor.md) and the choice of free devices (`pick`,
+ * `run --devices`).
  *
  * A lease is an exclusive flock(2) on one file per device under the lease directory
  * (default /run/hbmctl, env HBMCTL_LEASE_DIR, or an explicit override). The lock lives as

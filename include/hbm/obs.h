@@ -22,7 +22,7 @@ typedef enum hbm_vendor {
     HBM_VENDOR_NVIDIA,
 } hbm_vendor;
 
-/* Precedence order (SPEC 10): a higher value wins when several apply. */
+/* Precedence order (docs/verdicts.md): a higher value wins when several apply. */
 typedef enum hbm_verdict {
     HBM_VERDICT_NONE = 0, /* not yet judged */
     HBM_VERDICT_FREE,
@@ -137,7 +137,7 @@ hbm_link hbm_obs_link(const hbm_obs *obs, size_t i, size_t j);
 
 /* Finds a device by the id a user gives: logic id on Ascend when known, index otherwise. */
 hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id);
-/* The id a user and the visible-device variable use for this device (SPEC 9). */
+/* The id a user and the visible-device variable use for this device (docs/snapshot.md). */
 int64_t hbm_device_user_id(const hbm_device *dev);
 
 const char *hbm_vendor_name(hbm_vendor v);

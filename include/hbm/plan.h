@@ -1,5 +1,5 @@
-/* The preflight planner (SPEC 4): predicts what vLLM's V1 engine (and vllm-ascend) does with
- * device memory at start-up, from a model directory, a device and the serving flags alone,
+/* The preflight planner (docs/planner.md): predicts what vLLM's V1 engine (and vllm-ascend)
+ * does with device memory at start-up, from a model directory, a device and the serving flags alone,
  * and says in vLLM's own words whether it starts, and what to change when it does not.
  *
  * Units: bytes, 0..1 ratios; an unknown integer is HBM_UNKNOWN, an unknown ratio NAN.
@@ -276,7 +276,7 @@ void hbm_plan_result_free(hbm_plan_result *r);
  * flag value, no device memory known); "does not fit" is a result with fits = false. */
 int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
 
-/* SPEC 9 `plan` JSON (new reference). */
+/* `plan` JSON (docs/planner.md) (new reference). */
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r);
 
 /* The human report: breakdown with a bar per component against the device, verdict in

@@ -1,4 +1,4 @@
-/* The supervisor (SPEC 5): runs one command as a child so that stopping it always gives the
+/* The supervisor (docs/run.md): runs one command as a child so that stopping it always gives the
  * device back. hbmctl is a child subreaper (and a correct PID 1), starts the child in its own
  * process group (and session on request), in its own cgroup v2 leaf when one can be made,
  * forwards signals to the child's group, and on stop ends every process of the tree:

@@ -1,4 +1,4 @@
-/* The snapshot: an observation written down as JSON (schema hbmctl.snapshot/1, SPEC 9).
+/* The snapshot: an observation written down as JSON (schema hbmctl.snapshot/1).
  * Every read-only command can replay one; field names are a contract (docs/snapshot.md). */
 #ifndef HBM_SNAPSHOT_H
 #define HBM_SNAPSHOT_H
@@ -12,11 +12,8 @@
 
 /* New reference; never NULL. */
 json_t *hbm_snapshot_to_json(const hbm_obs *obs);
-json_t *hbm_host_to_json(const hbm_host *host);
-json_t *hbm_device_to_json(const hbm_device *dev);
 
 /* Reads a snapshot document; name is used in errors ("FILE: devices[2].index: ..."). */
-int hbm_snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name, hbm_err *err);
 int hbm_snapshot_parse(hbm_obs *obs, const char *text, size_t len, const char *name,
                        hbm_err *err);
 

@@ -1,4 +1,4 @@
-/* Verdicts per device (SPEC 10): processes first, then memory against the chip's idle
+/* Verdicts per device (docs/verdicts.md): processes first, then memory against the chip's idle
  * baseline, then utilisation; precedence UNHEALTHY > ORPHANED > BUSY > UNACCOUNTED > FREE.
  * Pure function of the observation: the same snapshot always gives the same verdicts. */
 #ifndef HBM_VERDICT_H
@@ -10,9 +10,6 @@
  * bytes, from the documented table; total_bytes picks the row for unknown names. */
 int64_t hbm_verdict_baseline(const char *chip_name, hbm_vendor vendor, int64_t total_bytes);
 
-/* The margin above baseline that counts as memory nobody accounts for:
- * max(1 GiB, 3% of total). */
-int64_t hbm_verdict_margin(int64_t total_bytes);
 
 /* True when the process is by construction some server's child (vLLM's VLLM::* titled
  * EngineCore or workers, a Python multiprocessing spawn/fork child): never the server. */

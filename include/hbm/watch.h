@@ -1,4 +1,4 @@
-/* Sampling and leak detection (SPEC 7, docs/leak-detection.md).
+/* Sampling and leak detection (docs/leak-detection.md).
  *
  * A leak detector reads one memory series (a device's used memory, or one process's memory
  * on one device), one sample at a time, and says whether the memory climbs in steps that

@@ -31,7 +31,8 @@ static bool looks_like_json(const char *text, size_t len)
  * busy host a few MiB. */
 #define MAX_INPUT_BYTES (256u << 20)
 
-int hbm_observe_file(hbm_obs *obs, const char *path, hbm_err *err)
+/* Reads a snapshot or raw npu-smi text from a file ("-" = stdin), detecting which. */
+static int observe_file(hbm_obs *obs, const char *path, hbm_err *err)
 {
     char *text;
     size_t len;
@@ -94,7 +95,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             return hbm_err_set(err, "--backend snapshot needs --snapshot FILE");
         /* A paste or a snapshot keeps its own host and time (unknown for npu-smi text): it
          * was not observed here, now. */
-        if (hbm_observe_file(obs, opts->snapshot, err) < 0) {
+        if (observe_file(obs, opts->snapshot, err) < 0) {
             hbm_obs_free(obs);
             return -1;
         }

@@ -1,5 +1,5 @@
 /* hbmctl explain: read a failing server's log and say what happened and what to do
- * (SPEC 2, 9). The catalogue is data; this file only picks the inputs and prints. */
+ * (hbmctl(1)). The catalogue is data; this file only picks the inputs and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* hbmctl plan: the preflight memory planner (SPEC 4). The library predicts; this file picks
+/* hbmctl plan: the preflight memory planner (docs/planner.md). The library predicts; this file picks
  * the device (a table name, --mem/--free, or the live host through hbm_observe), prints,
  * and chooses the exit code: 0 fits, 1 does not fit, 2 could not look. */
 #include <ctype.h>

@@ -42,7 +42,7 @@ static json_t *proc_to_json(const hbm_dproc *p)
     return o;
 }
 
-json_t *hbm_device_to_json(const hbm_device *d)
+static json_t *device_to_json(const hbm_device *d)
 {
     json_t *o = json_object();
     set(o, "vendor", json_string(hbm_vendor_name(d->vendor)));
@@ -111,7 +111,7 @@ static json_t *hproc_to_json(const hbm_hproc *p)
     return o;
 }
 
-json_t *hbm_host_to_json(const hbm_host *h)
+static json_t *host_to_json(const hbm_host *h)
 {
     json_t *o = json_object();
     set(o, "sees_host_pids", json_boolean(h->sees_host_pids));
@@ -220,7 +220,7 @@ json_t *hbm_snapshot_to_json(const hbm_obs *obs)
     set(o, "partial_why", jstr_or_null(obs->partial_why));
     json_t *devs = json_array();
     for (size_t i = 0; i < obs->ndevs; i++)
-        json_array_append_new(devs, hbm_device_to_json(&obs->devs[i]));
+        json_array_append_new(devs, device_to_json(&obs->devs[i]));
     set(o, "devices", devs);
     if (obs->topo) {
         json_t *m = json_array();
@@ -234,7 +234,7 @@ json_t *hbm_snapshot_to_json(const hbm_obs *obs)
     } else {
         set(o, "topology", json_null());
     }
-    set(o, "host", obs->has_host ? hbm_host_to_json(&obs->host) : json_null());
+    set(o, "host", obs->has_host ? host_to_json(&obs->host) : json_null());
     return o;
 }
 
@@ -632,7 +632,8 @@ static int read_topology(rd *r, const json_t *m, hbm_obs *obs)
     return 0;
 }
 
-int hbm_snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name, hbm_err *err)
+static int snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name,
+                              hbm_err *err)
 {
     rd r = {.name = name, .err = err};
     hbm_obs_init(obs);
@@ -703,7 +704,7 @@ int hbm_snapshot_parse(hbm_obs *obs, const char *text, size_t len, const char *n
         hbm_obs_init(obs);
         return hbm_err_set(err, "%s:%d:%d: %s", name, je.line, je.column, je.text);
     }
-    int rc = hbm_snapshot_from_json(obs, root, name, err);
+    int rc = snapshot_from_json(obs, root, name, err);
     json_decref(root);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* Verdicts (SPEC 10). Step 1: processes the driver lists (joined with host facts when the
+/* Verdicts (docs/verdicts.md). Step 1: processes the driver lists (joined with host facts when the
  * observation has them). Step 2: memory against the chip's idle baseline. Step 3:
  * utilisation with no process. Every verdict gets a reason naming its evidence. */
 #include <math.h>
@@ -37,7 +37,9 @@ int64_t hbm_verdict_baseline(const char *name, hbm_vendor vendor, int64_t total)
     return HBM_UNKNOWN;
 }
 
-int64_t hbm_verdict_margin(int64_t total)
+/* The margin above baseline that counts as memory nobody accounts for: max(1 GiB, 3% of
+ * total). */
+static int64_t margin_of(int64_t total)
 {
     int64_t pct = total > 0 ? total * 3 / 100 : 0;
     return pct > HBM_GIB ? pct : HBM_GIB;
@@ -241,7 +243,7 @@ static void judge(const hbm_obs *obs, hbm_device *d)
         return;
     }
     int64_t base = refined_baseline(obs, d);
-    int64_t margin = hbm_verdict_margin(d->memory_total_bytes);
+    int64_t margin = margin_of(d->memory_total_bytes);
     int64_t over = base >= 0 ? d->memory_used_bytes - base : 0;
     hbm_fmt_size(used, sizeof used, d->memory_used_bytes);
     hbm_fmt_size(base_s, sizeof base_s, base);

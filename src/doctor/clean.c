@@ -41,7 +41,7 @@ static bool planned_kill(const hbm_clean_plan *p, int pid)
     return false;
 }
 
-/* The safety rules for signals (SPEC 6). */
+/* The safety rules for signals (docs/doctor.md). */
 static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_step *s)
 {
     int pid = s->action.pid;

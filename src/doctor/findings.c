@@ -61,7 +61,9 @@ double doc_age(const hbm_obs *obs, const hbm_hproc *p, double now)
     return now > start ? now - start : 0;
 }
 
-void hbm_doctor_reset_command(const hbm_device *dev, char *buf, size_t n)
+/* The vendor's reset command for a device ("npu-smi set -t reset -i 6 -c 0",
+ * "nvidia-smi --gpu-reset -i 0"); hbmctl prints it and never runs it. */
+static void reset_command(const hbm_device *dev, char *buf, size_t n)
 {
     if (dev->vendor == HBM_VENDOR_NVIDIA)
         snprintf(buf, n, "nvidia-smi --gpu-reset -i %lld", (long long)dev->index);
@@ -175,7 +177,7 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
 {
     char label[96], sz[32], reset[96];
     dev_label(d, label, sizeof label);
-    hbm_doctor_reset_command(d, reset, sizeof reset);
+    reset_command(d, reset, sizeof reset);
     int64_t uid = hbm_device_user_id(d);
     for (size_t i = 0; i < d->nprocs; i++) {
         const hbm_dproc *p = &d->procs[i];
@@ -294,7 +296,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
 {
     char label[96], reset[96], a[32], b[32];
     dev_label(d, label, sizeof label);
-    hbm_doctor_reset_command(d, reset, sizeof reset);
+    reset_command(d, reset, sizeof reset);
     int64_t uid = hbm_device_user_id(d);
 
     if (!d->healthy) {
@@ -358,7 +360,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
         }
     }
 
-    /* npu-smi's Hugepages-Usage column counts the card's own memory pool (SPEC 1). */
+    /* npu-smi's Hugepages-Usage column counts the card's own memory pool (docs/verdicts.md). */
     if (d->hugepages_total > 0 && d->hugepages_used >= d->hugepages_total) {
         bool bad = false;
         json_t *holders = json_array();

@@ -1,4 +1,4 @@
-/* Findings as JSON (SPEC 9 `doctor`) and the one-line verdict. */
+/* Findings as JSON (docs/doctor.md) and the one-line verdict. */
 #include <stdio.h>
 #include <string.h>
 

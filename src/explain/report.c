@@ -1,4 +1,4 @@
-/* The explain report as data: lookups, release, and the JSON of SPEC 9. */
+/* The explain report as data: lookups, release, and its JSON. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -323,7 +323,7 @@ static int scan_procs(scan_ctx *c, hbm_err *err)
     return rc;
 }
 
-/* Whether hbmctl sees the host's pids (drivers report host pids, SPEC 10). The initial PID
+/* Whether hbmctl sees the host's pids (drivers report host pids, docs/verdicts.md). The initial PID
  * namespace is the only one where kernel threads are visible, so kthreadd at pid 2 (ppid
  * 0) says "host"; a nested NSpid for hbmctl itself says "not" even on a host /proc. */
 static void detect_pidns(const char *root, int procfd, hbm_host *h)

@@ -395,7 +395,7 @@ static void rec_fp8(const plan_ctx *c, const plan_flags *f, const plan_outcome *
     free(sum);
 }
 
-/* Best first: freeing what others hold when their memory is what fails (SPEC 4 puts it
+/* Best first: freeing what others hold when their memory is what fails (the documented order puts it
  * first); a higher utilisation that only takes memory free now (no context, concurrency
  * or device given up); more devices; a shorter context; a smaller profile run; a lower
  * utilisation (a smaller KV cache); a one-byte KV cache. */

@@ -89,7 +89,7 @@ static bool positive(int64_t v)
     return v > 0;
 }
 
-/* Layer kinds as vLLM groups them (SPEC 4): layer_types when the config lists them, else
+/* Layer kinds as vLLM groups them (docs/planner.md): layer_types when the config lists them, else
  * the patterns older configs encode. */
 static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
 {

@@ -1,4 +1,4 @@
-/* A plan as SPEC 9 JSON and as the human breakdown (a bar per component against the
+/* A plan as JSON and as the human breakdown (a bar per component against the
  * device, the verdict in vLLM's words, the changes that fit). */
 #include <math.h>
 #include <stdarg.h>

@@ -179,19 +179,6 @@ int run_cgroup_pids(const run_cgroup *cg, int **pids, size_t *n)
     return 0;
 }
 
-bool run_cgroup_populated(const run_cgroup *cg)
-{
-    if (!cg || !cg->active)
-        return false;
-    char f[4200], *text = NULL;
-    snprintf(f, sizeof f, "%s/cgroup.events", cg->dir);
-    if (read_small(f, &text) < 0)
-        return false;
-    bool pop = strstr(text, "populated 1") != NULL;
-    free(text);
-    return pop;
-}
-
 int run_cgroup_kill(const run_cgroup *cg)
 {
     if (!cg || !cg->active || !cg->has_kill)

@@ -29,8 +29,6 @@ typedef struct run_cgroup {
 int run_cgroup_create(run_cgroup *cg, hbm_err *err);
 /* Pids in the leaf (cgroup.procs); *pids owned by the caller. */
 int run_cgroup_pids(const run_cgroup *cg, int **pids, size_t *n);
-/* Whether any process is left (cgroup.events populated). */
-bool run_cgroup_populated(const run_cgroup *cg);
 /* Writes 1 to cgroup.kill; -1 when the kernel has none. */
 int run_cgroup_kill(const run_cgroup *cg);
 /* Removes the (empty) leaf. */

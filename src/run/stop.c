@@ -1,6 +1,6 @@
 /* The stop sequence: SIGTERM to every process of the tree, SIGKILL after the grace period,
  * a bounded wait until none is left, then the device memory release wait and the removal of
- * SysV segments the tree created and nobody attaches (SPEC 5.3, 6). */
+ * SysV segments the tree created and nobody attaches (docs/run.md, docs/doctor.md). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -337,7 +337,7 @@ size_t run_shm_cleanup(run_state *s)
         bool old = false;
         for (size_t k = 0; k < s->nshm_at_start && !old; k++)
             old = s->shm_at_start[k].shmid == g->shmid && s->shm_at_start[k].ctime == g->ctime;
-        /* SPEC 6: only nattch 0 with creator and last user dead; and only what this tree
+        /* Only nattch 0 with creator and last user dead; and only what this tree
          * made (its creator was one of ours, and it did not exist before we started) */
         if (old || g->nattch != 0 || !run_tree_was_member(&s->tree, g->cpid))
             continue;

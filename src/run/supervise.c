@@ -17,7 +17,7 @@
 #include "run_int.h"
 #include "hbm/util.h"
 
-/* Forwarded to the child's process group (SPEC 5.2). */
+/* Forwarded to the child's process group (docs/run.md). */
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 

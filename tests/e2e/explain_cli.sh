@@ -47,7 +47,7 @@ check "json: CRI and ANSI decoration removed" test \
     "$(jq -r '.findings[] | select(.id=="vllm_startup_free_memory") | .text[0:20]' <<<"$json")" = "(EngineCore pid=344)"
 check "json: split CRI record joined" test \
     "$(jq -r '.findings[] | select(.id=="npu_oom") | .numbers.want' <<<"$json")" = $((136 * 1048576))
-check "json: SPEC 9 fields" test "$(jq -c '.findings[0] | [has("id"), has("line"), has("text"), has("cause"), has("remedies"), has("live")]' <<<"$json")" = '[true,true,true,true,true,true]'
+check "json: contract fields" test "$(jq -c '.findings[0] | [has("id"), has("line"), has("text"), has("cause"), has("remedies"), has("live")]' <<<"$json")" = '[true,true,true,true,true,true]'
 check "json: lines" test "$(jq '[.findings[].line]' -c <<<"$json")" = '[2,3,5]'
 check "json: live null with --no-live" test "$(jq '[.findings[].live] | unique' -c <<<"$json")" = '[null]'
 

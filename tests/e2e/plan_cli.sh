@@ -1,5 +1,5 @@
 #!/bin/bash
-# hbmctl plan end to end: exit codes, the human breakdown (100 columns), the SPEC 9 JSON
+# hbmctl plan end to end: exit codes, the human breakdown (100 columns), the JSON contract
 # names, a whole `vllm serve` line after --, real safetensors files (a good shard set and a
 # corrupt header: exit 2 naming the file), and --device auto over the fake NVML where a real
 # process of this test holds memory (vLLM's pre-check text with the live numbers, the holder
@@ -32,7 +32,7 @@ check "vLLM max_model_len text" grep -q "To serve at least one request with the 
 check "max-model-len fix" grep -q -- '--max-model-len 18432 (the longest' "$tmp/out"
 check "100 columns (advice)" awk 'length($0) > 100 { exit 1 }' "$tmp/out"
 
-# JSON: SPEC 9 names, bytes, null for unknown
+# JSON: contract names, bytes, null for unknown
 hbm plan "$fix/qwen3-32b" --device H100-80G --vllm-version 0.11.0 --max-model-len 32000 --json >"$tmp/j"
 check "json exit 1" test $? -eq 1
 check "json fields" python3 - "$tmp/j" <<'EOF'

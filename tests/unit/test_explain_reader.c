@@ -380,7 +380,7 @@ static void test_json_contract(void **state)
         assert_non_null(json_object_get(f, keys[i]));
     assert_true(json_is_null(json_object_get(f, "live")));
     json_t *nums = json_object_get(f, "numbers");
-    /* Sizes in bytes (SPEC 9): 43.24 GiB. */
+    /* Sizes in bytes (docs/snapshot.md): 43.24 GiB. */
     assert_int_equal(json_integer_value(json_object_get(nums, "total")),
                      (json_int_t)llround(43.24 * 1024 * 1024 * 1024));
     assert_true(fabs(json_real_value(json_object_get(nums, "util")) - 0.85) < 1e-9);

@@ -1,4 +1,4 @@
-/* The leak detector on synthetic series (SPEC 7): stepwise growth of 1 GiB per step held
+/* The leak detector on synthetic series (bench/): stepwise growth of 1 GiB per step held
  * for 5 samples or more is reported within 3 steps; flat memory with +-2% noise, a sawtooth
  * that returns to its baseline and a single spike never are. Every series is generated
  * here from a seeded generator, over several levels, hold lengths and seeds. Staircases

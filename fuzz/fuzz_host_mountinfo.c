@@ -10,5 +10,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hbm_err err;
     hbm_procfs_cgroup2_mount((const char *)data, size, big, sizeof big, &err);
     hbm_procfs_cgroup2_mount((const char *)data, size, small, sizeof small, &err);
+    char root[8];
+    hbm_procfs_cgroup2_mount_root((const char *)data, size, big, sizeof big, root, sizeof root,
+                                  &err);
     return 0;
 }

@@ -57,6 +57,10 @@ bool hbm_procfs_container_of(const char *path, size_t len, hbm_cgroup_info *out)
 /* /proc/PID/mountinfo: the mount point of the first cgroup2 file system mounted from its
  * root (field 4 "/", so /proc/PID/cgroup paths map onto it), octal escapes undone, into mnt. Returns 1 when found, 0 when there is none, -1 on malformed input. */
 int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, hbm_err *err);
+/* The same for the first cgroup2 mount whatever its root, which goes into root (a container
+ * with its own cgroup namespace may mount a subtree; paths then map below that root). */
+int hbm_procfs_cgroup2_mount_root(const char *buf, size_t len, char *mnt, size_t n, char *root,
+                                  size_t nroot, hbm_err *err);
 
 /* One /proc/PID/fd link target. */
 typedef enum hbm_fd_kind {

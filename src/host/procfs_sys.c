@@ -26,7 +26,10 @@ static void unescape(char *dst, size_t cap, const char *s, size_t n)
         dst[o] = '\0';
 }
 
-int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, hbm_err *err)
+/* The first cgroup2 mount, mounted from the hierarchy's root when whole_only; its root
+ * field (field 4) into root when root is not NULL. */
+static int cgroup2_mount(const char *buf, size_t len, bool whole_only, char *mnt, size_t n,
+                         char *root, size_t nroot, hbm_err *err)
 {
     hbm_lex lx;
     hbm_lex_init(&lx, buf, len);
@@ -34,14 +37,15 @@ int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, h
     size_t sl;
     char show[200];
     while (hbm_lex_line(&lx, &s, &sl)) {
-        const char *p = s, *end = s + sl, *tok, *mp = NULL;
-        size_t tl, mpl = 0;
-        bool whole = false;
+        const char *p = s, *end = s + sl, *tok, *mp = NULL, *rt = NULL;
+        size_t tl, mpl = 0, rtl = 0;
         int k = 0;
         bool sep = false;
         while (hbm_lex_tok(&p, end, &tok, &tl)) {
-            if (k == 3)
-                whole = tl == 1 && tok[0] == '/';
+            if (k == 3) {
+                rt = tok;
+                rtl = tl;
+            }
             if (k == 4) {
                 mp = tok;
                 mpl = tl;
@@ -57,13 +61,27 @@ int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, h
         if (!sep || !hbm_lex_tok(&p, end, &tok, &tl))
             return hbm_err_set(err, "line %d: '%s' lacks the ' - FSTYPE' part", lx.line,
                                hbm_lex_show(show, sizeof show, s, sl));
-        /* A mount of a subtree (root field not "/") does not map /proc/PID/cgroup paths. */
-        if (tl == 7 && !memcmp(tok, "cgroup2", 7) && mp && whole) {
+        bool whole = rtl == 1 && rt[0] == '/';
+        if (tl == 7 && !memcmp(tok, "cgroup2", 7) && mp && (whole || !whole_only)) {
             unescape(mnt, n, mp, mpl);
+            if (root)
+                unescape(root, nroot, rt, rtl);
             return 1;
         }
     }
     return 0;
+}
+
+int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, hbm_err *err)
+{
+    /* A mount of a subtree (root field not "/") does not map /proc/PID/cgroup paths. */
+    return cgroup2_mount(buf, len, true, mnt, n, NULL, 0, err);
+}
+
+int hbm_procfs_cgroup2_mount_root(const char *buf, size_t len, char *mnt, size_t n, char *root,
+                                  size_t nroot, hbm_err *err)
+{
+    return cgroup2_mount(buf, len, false, mnt, n, root, nroot, err);
 }
 
 static const char *const sysv_cols[] = {"key",  "shmid", "perms", "size", "cpid",

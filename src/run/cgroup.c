@@ -10,60 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "run_int.h"
+#include "hbm/procfs.h"
 #include "hbm/util.h"
-
-/* Undoes mountinfo's octal escapes (\040 for a space) into out. */
-static void unescape(const char *s, size_t len, char *out, size_t n)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len && o + 1 < n; i++) {
-        if (s[i] == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3') {
-            out[o++] = (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-            i += 3;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
-}
+#include "run_int.h"
 
 int run_mountinfo_cgroup2(const char *text, char *mnt, size_t nmnt, char *root, size_t nroot)
 {
-    const char *line = text;
-    while (line && *line) {
-        const char *eol = strchr(line, '\n');
-        size_t len = eol ? (size_t)(eol - line) : strlen(line);
-        /* id parent maj:min root mountpoint options [optional...] - fstype source super */
-        const char *sep = NULL;
-        for (size_t i = 0; i + 3 <= len; i++)
-            if (line[i] == ' ' && line[i + 1] == '-' && line[i + 2] == ' ') {
-                sep = line + i;
-                break;
-            }
-        if (sep && (size_t)(line + len - (sep + 3)) >= 8 && strncmp(sep + 3, "cgroup2 ", 8) == 0) {
-            const char *f = line;
-            const char *fields[5];
-            size_t flen[5];
-            int k = 0;
-            while (k < 5 && f < sep) {
-                const char *sp = memchr(f, ' ', (size_t)(sep - f));
-                if (!sp)
-                    sp = sep;
-                fields[k] = f;
-                flen[k] = (size_t)(sp - f);
-                k++;
-                f = sp + 1;
-            }
-            if (k == 5) {
-                unescape(fields[3], flen[3], root, nroot);
-                unescape(fields[4], flen[4], mnt, nmnt);
-                return 1;
-            }
-        }
-        line = eol ? eol + 1 : NULL;
-    }
-    return 0;
+    /* A line the parser cannot read means no usable cgroup2 here: the fallback tracking is
+     * used instead, as when none is mounted. */
+    return hbm_procfs_cgroup2_mount_root(text, strlen(text), mnt, nmnt, root, nroot, NULL) == 1;
 }
 
 int run_cgroup_dir(const char *mnt, const char *root, const char *path, char *out, size_t n)

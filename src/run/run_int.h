@@ -34,7 +34,7 @@ int run_cgroup_kill(const run_cgroup *cg);
 /* Removes the (empty) leaf. */
 void run_cgroup_remove(run_cgroup *cg);
 
-/* Pure part, for tests: the mount point and root of the first cgroup2 line of mountinfo. */
+/* The mount point and root of the first cgroup2 line of mountinfo text; 1 found, else 0. */
 int run_mountinfo_cgroup2(const char *text, char *mnt, size_t nmnt, char *root, size_t nroot);
 /* The leaf's parent directory from a mount point, the mount's root and the "0::" path. */
 int run_cgroup_dir(const char *mnt, const char *root, const char *path, char *out, size_t n);

@@ -86,6 +86,25 @@ static int scan_host(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
     return rc;
 }
 
+/* A live observation is stamped with this host and this moment. */
+static void stamp(hbm_obs *obs)
+{
+    obs->captured_at = hbm_now_wall();
+    gethostname(obs->hostname, sizeof obs->hostname - 1);
+}
+
+/* Fills obs from one source; on failure obs is left empty and stamped again. */
+static int observe_with(hbm_obs *obs, const hbm_backend *b, hbm_err *err)
+{
+    snprintf(obs->backend, sizeof obs->backend, "%s", b->name);
+    if (b->observe(obs, err) == 0)
+        return 0;
+    hbm_obs_free(obs);
+    hbm_obs_init(obs);
+    stamp(obs);
+    return -1;
+}
+
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
 {
     hbm_obs_init(obs);
@@ -101,8 +120,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         }
         return 0;
     }
-    obs->captured_at = hbm_now_wall();
-    gethostname(obs->hostname, sizeof obs->hostname - 1);
+    stamp(obs);
 
     const hbm_backend *chosen = NULL;
     if (strcmp(want, "auto") == 0) {
@@ -113,20 +131,12 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             if (!live_backends[i])
                 continue;
             hbm_err why = {{0}};
-            if (live_backends[i]->available(&why) == 1) {
-                snprintf(obs->backend, sizeof obs->backend, "%s", live_backends[i]->name);
-                if (live_backends[i]->observe(obs, &why) == 0) {
-                    chosen = live_backends[i];
-                    break;
-                }
-                /* Drop whatever the failed source added before trying the next. */
-                hbm_obs_free(obs);
-                hbm_obs_init(obs);
-                obs->captured_at = hbm_now_wall();
-                gethostname(obs->hostname, sizeof obs->hostname - 1);
-            }
-            snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
-                     tried[0] ? "; " : "", live_backends[i]->name, why.msg);
+            if (live_backends[i]->available(&why) == 1 &&
+                observe_with(obs, live_backends[i], &why) == 0)
+                chosen = live_backends[i];
+            else
+                snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
+                         tried[0] ? "; " : "", live_backends[i]->name, why.msg);
         }
         if (!chosen && !opts->host_only_ok)
             return hbm_err_set(err, "no accelerator backend found (%s)", tried);
@@ -145,11 +155,9 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         hbm_err why = {{0}};
         if (chosen->available(&why) != 1)
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
-        snprintf(obs->backend, sizeof obs->backend, "%s", chosen->name);
-        if (chosen->observe(obs, err) < 0) {
-            hbm_err_prefix(err, "%s", chosen->name);
+        if (observe_with(obs, chosen, err) < 0) {
             hbm_obs_free(obs);
-            return -1;
+            return hbm_err_prefix(err, "%s", chosen->name);
         }
     }
     if (!opts->no_host && scan_host(obs, opts, err) < 0) {

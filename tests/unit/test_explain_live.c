@@ -13,24 +13,9 @@
 
 #include "hbm/explain.h"
 
-#define CATALOG HBM_SOURCE_DIR "/data/signatures.json"
 #define GIB (1024LL * 1024 * 1024)
 
-static hbm_catalog *cat;
-
-static int setup(void **state)
-{
-    (void)state;
-    hbm_err err = {{0}};
-    return hbm_explain_catalog_load(CATALOG, &cat, &err);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    hbm_explain_catalog_free(cat);
-    return 0;
-}
+#include "explain_fixture.h"
 
 /* Two GPUs: 0 held by pid 4242 (BUSY), 1 unhealthy. A vllm server pid 777 listens on 6017. */
 static void build_obs(hbm_obs *obs)

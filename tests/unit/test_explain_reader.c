@@ -14,23 +14,8 @@
 #include "hbm/explain.h"
 
 #define LOGS HBM_SOURCE_DIR "/tests/fixtures/logs"
-#define CATALOG HBM_SOURCE_DIR "/data/signatures.json"
 
-static hbm_catalog *cat;
-
-static int setup(void **state)
-{
-    (void)state;
-    hbm_err err = {{0}};
-    return hbm_explain_catalog_load(CATALOG, &cat, &err);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    hbm_explain_catalog_free(cat);
-    return 0;
-}
+#include "explain_fixture.h"
 
 static const hbm_explain_finding *find(const hbm_explain_report *rep, const char *id)
 {

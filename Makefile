@@ -38,7 +38,7 @@ test-asan:
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
 
-# libFuzzer targets (clang); run one with: build-fuzz/fuzz_core_npusmi fuzz/corpus/core_npusmi
+# libFuzzer targets (clang); run one with: build-fuzz/fuzz_backend_npusmi fuzz/corpus/backend_npusmi
 fuzz: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DHBM_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS)

@@ -75,35 +75,6 @@ void hbm_findings_verdict(const hbm_findings *f, char *buf, size_t n);
 /* Findings of severity warning or worse. */
 size_t hbm_findings_problems(const hbm_findings *f);
 
-/* ---- signals that never hit a recycled pid --------------------------------------------- */
-
-typedef enum hbm_kill_outcome {
-    HBM_KILL_SENT = 0,   /* delivered to the process observed */
-    HBM_KILL_GONE,       /* no such process any more: nothing sent */
-    HBM_KILL_MISMATCH,   /* the pid now belongs to another process (start time differs) */
-} hbm_kill_outcome;
-
-/* Sends sig to pid only if it is still the process that started at starttime: pidfd_open,
- * compare the start time in /proc/PID/stat, pidfd_send_signal. Where pidfd is missing
- * (ENOSYS, Linux < 5.3) it re-checks right before kill() and sets *raced (when non-NULL)
- * because a tiny window remains. Returns 0 with *outcome filled, -1 on error (EPERM...). */
-int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
-                            bool *raced, hbm_err *err);
-
-/* Waits up to timeout_s for that process to exit (a zombie counts as exited: it holds no
- * memory or files). Returns 1 exited (or gone/recycled), 0 still there at the timeout. */
-int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s);
-
-/* True when pid is this process or one of its ancestors (walked live through /proc). */
-bool hbm_doctor_is_self_or_ancestor(int pid);
-
-/* Ends every held lease named name (hbm/lease.h) by sending SIGTERM to its holder through
- * the start-time-checked path, then waits up to timeout_s for the locks to drop. *ended
- * counts the holders signalled. Returns 0 when all dropped, 1 when no lease of that name
- * is held, -1 on error (err says which holder did not let go). */
-int hbm_doctor_end_lease(const char *lease_dir, const char *name, double timeout_s,
-                         size_t *ended, hbm_err *err);
-
 /* ---- clean ------------------------------------------------------------------------------ */
 
 /* Pointers are borrowed. */
@@ -145,9 +116,7 @@ void hbm_clean_plan_free(hbm_clean_plan *plan);
  * when the audit log cannot be written (then nothing is done). */
 int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *opts, hbm_err *err);
 
-/* Live re-checks used by apply (exposed for the supervisor and for tests). */
-/* 1 when the SysV segment is stale now (exists, nattch 0, creator and last user dead). */
-int hbm_doctor_sysv_stale_now(int shmid, int64_t key, char *why, size_t n);
+/* Live re-checks used by apply (exposed for tests; the SysV one is hbm_host_sysv_stale_now). */
 /* 1 when no live process maps or holds the file open now (scans /proc). */
 int hbm_doctor_shm_unheld_now(const char *path, char *why, size_t n);
 

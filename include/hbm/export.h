@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hbm/backend.h"
 #include "hbm/doctor.h"
 #include "hbm/err.h"
 #include "hbm/lease.h"
 #include "hbm/obs.h"
+#include "hbm/observe.h"
 #include "hbm/watch.h"
 
 /* A growing text buffer; data is owned (free with hbm_export_buf_free), NUL-terminated. */

@@ -141,4 +141,30 @@ const char *const *hbm_host_patterns_from_env(void);
  * hosts mount it at /sys/fs/cgroup/unified). -1 with a message when there is none. */
 int hbm_host_cgroup2_mount(const char *root, char *buf, size_t n, hbm_err *err);
 
+/* ---- signals that never hit a recycled pid --------------------------------------------- */
+
+typedef enum hbm_kill_outcome {
+    HBM_KILL_SENT = 0,   /* delivered to the process observed */
+    HBM_KILL_GONE,       /* no such process any more: nothing sent */
+    HBM_KILL_MISMATCH,   /* the pid now belongs to another process (start time differs) */
+} hbm_kill_outcome;
+
+/* Sends sig to pid only if it is still the process that started at starttime: pidfd_open,
+ * compare the start time in /proc/PID/stat, pidfd_send_signal. Where pidfd is missing
+ * (ENOSYS, Linux < 5.3) it re-checks right before kill() and sets *raced (when non-NULL)
+ * because a tiny window remains. Returns 0 with *outcome filled, -1 on error (EPERM...). */
+int hbm_host_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
+                          bool *raced, hbm_err *err);
+
+/* Waits up to timeout_s for that process to exit (a zombie counts as exited: it holds no
+ * memory or files). Returns 1 exited (or gone/recycled), 0 still there at the timeout. */
+int hbm_host_wait_exit(int pid, uint64_t starttime, double timeout_s);
+
+/* True when pid is this process or one of its ancestors (walked live through /proc). */
+bool hbm_host_is_self_or_ancestor(int pid);
+
+/* 1 when the SysV segment is stale now (exists, nattch 0, creator and last user dead);
+ * 0 with why filled otherwise. */
+int hbm_host_sysv_stale_now(int shmid, int64_t key, char *why, size_t n);
+
 #endif

@@ -124,4 +124,11 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
 /* Closes any lease fds still open in res and frees its arrays. */
 void hbm_pick_result_free(hbm_pick_result *res);
 
+/* Ends every held lease named name (hbm/lease.h) by sending SIGTERM to its holder through
+ * the start-time-checked path, then waits up to timeout_s for the locks to drop. *ended
+ * counts the holders signalled. Returns 0 when all dropped, 1 when no lease of that name
+ * is held, -1 on error (err says which holder did not let go). */
+int hbm_lease_end(const char *lease_dir, const char *name, double timeout_s, size_t *ended,
+                  hbm_err *err);
+
 #endif

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hbm/backend.h"
 #include "hbm/err.h"
+#include "hbm/observe.h"
 
 /* Exit codes of `hbmctl run` itself, as `docker run` uses them. Anything else is the
  * child's status, 128+N when signal N killed it. */

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "hbm/backend.h"
 #include "hbm/obs.h"
+#include "hbm/observe.h"
 
 /* Exit codes shared by the reading commands (documented in `hbmctl --help`). */
 enum {

@@ -85,7 +85,7 @@ int cmd_release(int argc, char **argv)
     if (!holders_verified(dir, name))
         return CLI_EXIT_ERROR;
     size_t ended = 0;
-    int rc = hbm_doctor_end_lease(dir, name, timeout, &ended, &err);
+    int rc = hbm_lease_end(dir, name, timeout, &ended, &err);
     if (rc < 0) {
         cli_errorf("release %s: %s", name, err.msg);
         return CLI_EXIT_ERROR;

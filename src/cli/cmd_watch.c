@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "watch_tui.h"
+#include "watch_session.h"
 
 static void usage(FILE *f)
 {
@@ -58,110 +58,10 @@ static void on_stop(int sig)
     stop_requested = 1;
 }
 
-bool watch_wanted(const watch_ctx *c, const hbm_device *d)
-{
-    if (c->nonly == 0)
-        return true;
-    int64_t id = hbm_device_user_id(d);
-    for (size_t i = 0; i < c->nonly; i++)
-        if (c->only[i] == id)
-            return true;
-    return false;
-}
-
-static void clock_text(char *buf, size_t n, double wall)
-{
-    time_t t = (time_t)wall;
-    struct tm tm;
-    localtime_r(&t, &tm);
-    strftime(buf, n, "%H:%M:%S", &tm);
-}
-
-static void add_event(watch_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add_event(watch_ctx *c, const char *fmt, ...)
-{
-    if (c->nevents == WATCH_EVENTS) {
-        memmove(c->events[0], c->events[1], sizeof c->events[0] * (WATCH_EVENTS - 1));
-        c->nevents--;
-    }
-    char when[16];
-    clock_text(when, sizeof when, hbm_now_wall());
-    char msg[180];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    snprintf(c->events[c->nevents++], sizeof c->events[0], "%s %s", when, msg);
-    c->events_total++;
-}
-
-/* Index in the ring of the first event not yet shown. */
-static size_t first_unshown(watch_ctx *c)
-{
-    unsigned long fresh = c->events_total - c->events_shown;
-    c->events_shown = c->events_total;
-    return fresh >= c->nevents ? 0 : c->nevents - (size_t)fresh;
-}
-
-/* Turns a series' events of this sample into messages. */
-static void series_events(watch_ctx *c, const hbm_watch_series *s)
-{
-    const hbm_leak_status *st = &s->det.st;
-    char who[120], g[32], lvl[32];
-    if (s->pid == HBM_UNKNOWN)
-        snprintf(who, sizeof who, "device %lld", (long long)s->device);
-    else
-        snprintf(who, sizeof who, "device %lld pid %lld (%s)", (long long)s->device,
-                 (long long)s->pid, s->name[0] ? s->name : "?");
-    hbm_fmt_size(g, sizeof g, st->growth);
-    hbm_fmt_size(lvl, sizeof lvl, st->level);
-    if (st->events & HBM_LEAK_EV_LEAK) {
-        c->leak_seen = true;
-        add_event(c, "LEAK %s: memory grew %s in %d steps that never returned (now %s)", who,
-                  g, st->steps, lvl);
-    }
-    if (st->events & HBM_LEAK_EV_LEAK_CLEAR)
-        add_event(c, "%s: memory back at its earlier level (%s): leak cleared", who, lvl);
-    if (st->events & HBM_LEAK_EV_CROSS_UP)
-        add_event(c, "%s: memory %s crossed the threshold", who, lvl);
-    if (st->events & HBM_LEAK_EV_CROSS_DOWN)
-        add_event(c, "%s: memory %s back below the threshold", who, lvl);
-}
-
-int watch_sample(watch_ctx *c)
-{
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    hbm_err err = {{0}};
-    c->samples++;
-    if (c->started == 0)
-        c->started = hbm_now_wall();
-    if (hbm_observe(&obs, &c->common.src, &err) < 0) {
-        hbm_obs_free(&obs);
-        snprintf(c->error, sizeof c->error, "%s", err.msg);
-        return -1;
-    }
-    c->error[0] = '\0';
-    if (c->have_obs)
-        hbm_obs_free(&c->obs);
-    c->obs = obs;
-    c->have_obs = true;
-    hbm_watch_update(&c->w, &c->obs, hbm_now_mono());
-    for (size_t i = 0; i < c->w.nseries; i++) {
-        const hbm_watch_series *s = &c->w.series[i];
-        const hbm_device *d = hbm_obs_find_device(&c->obs, s->device);
-        if (d && !watch_wanted(c, d))
-            continue;
-        series_events(c, s);
-    }
-    return 0;
-}
-
 static void print_plain(watch_ctx *c)
 {
     char when[16], used[32], total[32], desc[160];
-    clock_text(when, sizeof when, hbm_now_wall());
+    watch_clock_text(when, sizeof when, hbm_now_wall());
     if (c->error[0]) {
         printf("%s  could not observe: %s\n", when, c->error);
     } else {
@@ -182,7 +82,7 @@ static void print_plain(watch_ctx *c)
                    s ? hbm_watch_describe(s, desc, sizeof desc) : "-");
         }
     }
-    for (size_t i = first_unshown(c); i < c->nevents; i++)
+    for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
         printf("%s\n", c->events[i]);
     fflush(stdout);
 }
@@ -251,7 +151,7 @@ static void print_json(watch_ctx *c)
         json_object_set_new(j, "devices", devs);
     }
     json_t *ev = json_array();
-    for (size_t i = first_unshown(c); i < c->nevents; i++)
+    for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
         json_array_append_new(ev, json_string(c->events[i]));
     json_object_set_new(j, "events", ev);
     json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -12,7 +12,7 @@
 
 #include <ncurses.h>
 
-#include "watch_tui.h"
+#include "watch_session.h"
 
 enum sort_key { SORT_ID, SORT_USED, SORT_GROWTH, SORT_N };
 static const char *const sort_names[SORT_N] = {"id", "used", "growth"};

@@ -49,7 +49,7 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     if (pid <= 1) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is init: never signalled", pid);
-    } else if (hbm_doctor_is_self_or_ancestor(pid)) {
+    } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
     } else if (hp && hp->container_id[0] && !hp->cgroup_gone && !named(o, pid)) {
@@ -115,45 +115,6 @@ void hbm_clean_plan_free(hbm_clean_plan *plan)
 {
     free(plan->steps);
     memset(plan, 0, sizeof *plan);
-}
-
-static bool pid_alive(int pid)
-{
-    if (pid <= 0)
-        return false;
-    return kill(pid, 0) == 0 || errno == EPERM;
-}
-
-int hbm_doctor_sysv_stale_now(int shmid, int64_t key, char *why, size_t n)
-{
-    struct shmid_ds ds;
-    if (shmctl(shmid, IPC_STAT, &ds) < 0) {
-        snprintf(why, n, "segment id %d: %s", shmid,
-                 errno == EINVAL || errno == EIDRM ? "already gone" : strerror(errno));
-        return 0;
-    }
-    if ((int64_t)(uint32_t)ds.shm_perm.__key != (key & 0xffffffffLL)) {
-        snprintf(why, n, "segment id %d now has another key: a different segment", shmid);
-        return 0;
-    }
-    if (ds.shm_nattch != 0) {
-        snprintf(why, n, "segment id %d is attached %lu time%s now", shmid,
-                 (unsigned long)ds.shm_nattch, ds.shm_nattch == 1 ? "" : "s");
-        return 0;
-    }
-    if (ds.shm_cpid <= 0 || pid_alive(ds.shm_cpid)) {
-        snprintf(why, n, "segment id %d: its creator pid %d is alive (or not visible here)",
-                 shmid, (int)ds.shm_cpid);
-        return 0;
-    }
-    if (pid_alive(ds.shm_lpid)) {
-        snprintf(why, n, "segment id %d: its last user pid %d is alive", shmid,
-                 (int)ds.shm_lpid);
-        return 0;
-    }
-    snprintf(why, n, "segment id %d: nattch 0, creator %d and last user %d gone", shmid,
-             (int)ds.shm_cpid, (int)ds.shm_lpid);
-    return 1;
 }
 
 static bool fd_holds(int pid, dev_t dev, ino_t ino, bool *unreadable)
@@ -281,7 +242,7 @@ static void term_phase(hbm_clean_step *s, bool *signalled)
     bool raced = false;
     hbm_err e = {{0}};
     *signalled = false;
-    if (hbm_doctor_kill_checked(s->action.pid, s->action.starttime, SIGTERM, &o, &raced, &e) < 0) {
+    if (hbm_host_kill_checked(s->action.pid, s->action.starttime, SIGTERM, &o, &raced, &e) < 0) {
         s->failed = true;
         snprintf(s->result, sizeof s->result, "%.280s", e.msg);
         return;
@@ -304,7 +265,7 @@ static void term_phase(hbm_clean_step *s, bool *signalled)
 
 static void kill_phase(hbm_clean_step *s)
 {
-    if (hbm_doctor_wait_exit(s->action.pid, s->action.starttime, 0) == 1) {
+    if (hbm_host_wait_exit(s->action.pid, s->action.starttime, 0) == 1) {
         s->done = true;
         size_t l = strlen(s->result);
         snprintf(s->result + l, sizeof s->result - l, "; it exited");
@@ -314,7 +275,7 @@ static void kill_phase(hbm_clean_step *s)
     bool raced = false;
     hbm_err e = {{0}};
     size_t l = strlen(s->result);
-    if (hbm_doctor_kill_checked(s->action.pid, s->action.starttime, SIGKILL, &o, &raced, &e) < 0) {
+    if (hbm_host_kill_checked(s->action.pid, s->action.starttime, SIGKILL, &o, &raced, &e) < 0) {
         s->failed = true;
         snprintf(s->result + l, sizeof s->result - l, "; SIGKILL failed: %.200s", e.msg);
         return;
@@ -324,7 +285,7 @@ static void kill_phase(hbm_clean_step *s)
         snprintf(s->result + l, sizeof s->result - l, "; it exited");
         return;
     }
-    if (hbm_doctor_wait_exit(s->action.pid, s->action.starttime, 5.0) == 1) {
+    if (hbm_host_wait_exit(s->action.pid, s->action.starttime, 5.0) == 1) {
         s->done = true;
         snprintf(s->result + l, sizeof s->result - l, "; no exit after the grace period: "
                  "SIGKILL sent, it exited");
@@ -361,7 +322,7 @@ int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *o, hbm_err *err)
         if (!sig[i])
             continue;
         double left = deadline - hbm_now_mono();
-        hbm_doctor_wait_exit(plan->steps[i].action.pid, plan->steps[i].action.starttime,
+        hbm_host_wait_exit(plan->steps[i].action.pid, plan->steps[i].action.starttime,
                              left > 0 ? left : 0);
         kill_phase(&plan->steps[i]);
     }
@@ -372,7 +333,7 @@ int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *o, hbm_err *err)
         if (!s->allowed)
             continue;
         if (s->action.kind == HBM_ACT_SYSV_RMID) {
-            if (hbm_doctor_sysv_stale_now(s->action.shmid, s->action.key, s->result,
+            if (hbm_host_sysv_stale_now(s->action.shmid, s->action.key, s->result,
                                           sizeof s->result) == 1) {
                 if (shmctl(s->action.shmid, IPC_RMID, NULL) == 0) {
                     s->done = true;

@@ -4,6 +4,8 @@
 
 #include "hbm/doctor.h"
 
+/* Helpers every rule file uses (finding.c), so rule files never call each other. */
+
 /* Appends a finding with an empty evidence object; the pointer is valid until the next add. */
 hbm_finding *doc_add(hbm_findings *f, const char *id, hbm_severity sev, int64_t device,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -1,7 +1,6 @@
 /* The findings engine: a pure function of one observation. Device findings come from the
  * driver's process lists joined with host facts; host findings from shared memory,
  * hugepages, THP, /dev/shm and the inference servers' own arguments. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,54 +11,6 @@
 #include "hbm/verdict.h"
 
 #define CANN_SLOGD_KEY 0x474f4c46LL
-
-json_t *doc_jint(int64_t v)
-{
-    return v < 0 ? json_null() : json_integer((json_int_t)v);
-}
-
-hbm_finding *doc_add(hbm_findings *f, const char *id, hbm_severity sev, int64_t device,
-                     const char *fmt, ...)
-{
-    hbm_grow((void **)&f->items, &f->cap, f->n, sizeof *f->items);
-    hbm_finding *x = &f->items[f->n++];
-    memset(x, 0, sizeof *x);
-    snprintf(x->id, sizeof x->id, "%s", id);
-    x->severity = sev;
-    x->device = device;
-    x->evidence = json_object();
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->summary, sizeof x->summary, fmt, ap);
-    va_end(ap);
-    return x;
-}
-
-void doc_remedy(hbm_finding *x, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->remedy, sizeof x->remedy, fmt, ap);
-    va_end(ap);
-}
-
-const hbm_hproc *doc_find_proc(const hbm_obs *obs, int pid)
-{
-    if (!obs->has_host)
-        return NULL;
-    for (size_t i = 0; i < obs->host.nprocs; i++)
-        if (obs->host.procs[i].pid == pid)
-            return &obs->host.procs[i];
-    return NULL;
-}
-
-double doc_age(const hbm_obs *obs, const hbm_hproc *p, double now)
-{
-    if (!p || obs->host.clk_tck <= 0 || obs->host.boot_time <= 0 || now <= 0)
-        return -1;
-    double start = obs->host.boot_time + (double)p->starttime / (double)obs->host.clk_tck;
-    return now > start ? now - start : 0;
-}
 
 /* The vendor's reset command for a device ("npu-smi set -t reset -i 6 -c 0",
  * "nvidia-smi --gpu-reset -i 0"); hbmctl prints it and never runs it. */

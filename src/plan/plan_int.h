@@ -24,7 +24,7 @@ int plan_version_parse(const char *s);
 #define PLAN_VERSION_OLDEST_ASCEND 700
 #define PLAN_VERSION_LAST (PLAN_VERSION_NEWEST + 99)
 
-/* ---- the memory model, shared by plan.c (prediction) and advise.c (changes that fit) ---- */
+/* ---- the memory model (memory.c), used by plan.c (prediction) and advise.c (changes) ---- */
 
 /* What changed in vLLM (and vllm-ascend) between releases, for one version. */
 typedef struct plan_rules {
@@ -76,6 +76,9 @@ typedef struct plan_view {
     const hbm_plan_input *in;
     const char *model;
 } plan_view;
+
+/* The rules of one release (plan_version_parse) on CUDA or Ascend. */
+plan_rules plan_rules_for(int ver, bool ascend);
 
 /* Runs the model for one set of flags. */
 void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);

@@ -80,6 +80,8 @@ run_seen *run_tree_seen(run_tree *t, int pid, uint64_t start);
 bool run_tree_was_member(const run_tree *t, int pid);
 /* Records a pid hbmctl reaped (adopted orphans included). */
 void run_tree_note_reaped(run_tree *t, int pid);
+/* One scan within stop number gen: marks who is alive now; returns the members (owned). */
+size_t run_tree_scan(run_tree *t, int gen, run_proc **m);
 
 /* ---- the child (spawn.c) ------------------------------------------------------------- */
 
@@ -121,7 +123,7 @@ void run_devices_free(run_devices *dv);
 int run_devices_sample(run_devices *dv, const hbm_run_opts *o, bool set_baseline,
                        hbm_obs *obs_out, hbm_err *err);
 
-/* ---- the supervisor's state (supervise.c, stop.c) ------------------------------------ */
+/* ---- the supervisor's state (supervise.c, signals.c, stop.c) ------------------------- */
 
 typedef struct run_shmid {
     int shmid;
@@ -148,6 +150,16 @@ typedef struct run_state {
     bool baseline_taken;
 } run_state;
 
+/* ---- signals (signals.c) ------------------------------------------------------------- */
+
+/* Blocks the signals hbmctl takes (forwarded ones included) and sets their dispositions;
+ * restore gives the terminal signals back. */
+void run_signals_setup(run_state *s);
+void run_signals_restore(run_state *s);
+/* "SIGTERM", or "signal 70" for one without a name (static buffer). */
+const char *run_signame(int sig);
+/* Sends sig to the child's process group (the child alone when the group is gone). */
+void run_forward(run_state *s, int sig);
 /* Waits up to timeout_s for one signal and handles it (reap, forward, job control).
  * Returns the signal, 0 on timeout. */
 int run_wait_signal(run_state *s, double timeout_s);
@@ -156,6 +168,9 @@ void run_reap(run_state *s);
 /* Lists the tree for the coming stop before the first signal goes out, so a process
  * that dies of the forwarded signal at once is still counted. */
 void run_stop_prepare(run_state *s);
+
+/* ---- the stop sequence (stop.c) ------------------------------------------------------ */
+
 /* The stop sequence over the whole tree; group_signalled: the child's group already got
  * the stop signal (forwarded), so its members are not signalled twice. */
 void run_stop_tree(run_state *s, bool group_signalled);

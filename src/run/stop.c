@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "run_int.h"
-#include "hbm/doctor.h"
+#include "hbm/host.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
 
@@ -31,26 +31,6 @@ void run_audit(const run_state *s, const char *action, int pid, const char *comm
     if (detail)
         json_object_set_new(e, "detail", json_string(detail));
     s->o->audit(s->o->ctx, e);
-}
-
-/* One scan within a stop: marks who is alive now; returns the members (owned). */
-static size_t scan(run_state *s, run_proc **m)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s->tree.nseen; i++)
-        if (s->tree.seen[i].stop_gen == s->stop_gen)
-            s->tree.seen[i].alive_now = false;
-    if (run_tree_members(&s->tree, m, &n) < 0)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        run_seen *e = run_tree_seen(&s->tree, (*m)[i].pid, (*m)[i].start);
-        if (e->stop_gen != s->stop_gen) {
-            e->stop_gen = s->stop_gen;
-            e->last_sig = 0;
-        }
-        e->alive_now = true;
-    }
-    return n;
 }
 
 /* SIGKILL outranks SIGTERM whatever their numbers */
@@ -110,17 +90,6 @@ static void read_wchan(int pid, char *buf, size_t n)
     }
 }
 
-void run_stop_prepare(run_state *s)
-{
-    if (s->stop_prepared)
-        return;
-    s->stop_gen++;
-    run_proc *m = NULL;
-    scan(s, &m);
-    free(m);
-    s->stop_prepared = true;
-}
-
 void run_stop_tree(run_state *s, bool group_signalled)
 {
     const hbm_run_opts *o = s->o;
@@ -141,7 +110,7 @@ void run_stop_tree(run_state *s, bool group_signalled)
         run_reap(s);
         free(m);
         m = NULL;
-        n = scan(s, &m);
+        n = run_tree_scan(&s->tree, s->stop_gen, &m);
         if (n == 0)
             break;
         if (first) {
@@ -170,7 +139,7 @@ void run_stop_tree(run_state *s, bool group_signalled)
             run_reap(s);
             free(m);
             m = NULL;
-            n = scan(s, &m);
+            n = run_tree_scan(&s->tree, s->stop_gen, &m);
             if (n == 0 || hbm_now_mono() >= kdeadline)
                 break;
         }
@@ -343,7 +312,7 @@ size_t run_shm_cleanup(run_state *s)
             continue;
         char why[200];
         /* the same live re-check clean uses, right before acting */
-        if (hbm_doctor_sysv_stale_now(g->shmid, g->key, why, sizeof why) != 1)
+        if (hbm_host_sysv_stale_now(g->shmid, g->key, why, sizeof why) != 1)
             continue;
         if (shmctl(g->shmid, IPC_RMID, NULL) < 0) {
             run_log(s->o, "SysV segment %d (key 0x%08llx) left: %s", g->shmid,

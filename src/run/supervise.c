@@ -1,5 +1,6 @@
-/* The supervisor's main loop: init duties (subreaper, reaping, signal forwarding, terminal
- * foreground), the memory guard, health checks, restarts with a budget and backoff. */
+/* The supervisor's main loop: init duties (subreaper, terminal foreground; reaping and
+ * signal forwarding in signals.c), the memory guard, health checks, restarts with a budget
+ * and backoff. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -17,146 +18,15 @@
 #include "run_int.h"
 #include "hbm/util.h"
 
-/* Forwarded to the child's process group (docs/run.md). */
-static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-
-void run_log(const hbm_run_opts *o, const char *fmt, ...)
-{
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    o->log(o->ctx, buf);
-}
-
-static const char *signame(int sig)
-{
-    static char buf[16];
-    const char *d = sigabbrev_np(sig);
-    if (d) {
-        snprintf(buf, sizeof buf, "SIG%s", d);
-        return buf;
-    }
-    snprintf(buf, sizeof buf, "signal %d", sig);
-    return buf;
-}
-
 static void describe_status(int st, char *buf, size_t n)
 {
     if (WIFEXITED(st))
         snprintf(buf, n, "exited with status %d", WEXITSTATUS(st));
     else if (WIFSIGNALED(st))
-        snprintf(buf, n, "killed by %s%s", signame(WTERMSIG(st)),
+        snprintf(buf, n, "killed by %s%s", run_signame(WTERMSIG(st)),
                  WCOREDUMP(st) ? " (core dumped)" : "");
     else
         snprintf(buf, n, "ended (wait status 0x%x)", st);
-}
-
-static bool job_control(const run_state *s)
-{
-    return s->tty_fd >= 0 && !s->o->setsid;
-}
-
-void run_reap(run_state *s)
-{
-    for (;;) {
-        int st;
-        pid_t pid = waitpid(-1, &st, WNOHANG | (job_control(s) ? WUNTRACED : 0));
-        if (pid <= 0)
-            return;
-        if (WIFSTOPPED(st) && pid != s->child)
-            continue; /* an adopted process stopped: not ours to act on */
-        if (pid == s->child && WIFSTOPPED(st)) {
-            /* Ctrl-Z or a background read: stop with the child, as a shell job would, and
-             * give the terminal back to the shell's view of us */
-            tcsetpgrp(s->tty_fd, getpgrp());
-            if (getpid() != 1)
-                kill(getpid(), SIGSTOP);
-            continue;
-        }
-        run_tree_note_reaped(&s->tree, (int)pid); /* the main child too: segments it made */
-        if (pid == s->child && !s->child_done) {
-            s->child_done = true;
-            s->child_status = st;
-            if (job_control(s))
-                tcsetpgrp(s->tty_fd, getpgrp());
-        }
-    }
-}
-
-static void forward(run_state *s, int sig)
-{
-    if (s->tree.child_pgid <= 0)
-        return;
-    if (killpg(s->tree.child_pgid, sig) < 0 && errno == ESRCH && !s->child_done)
-        kill(s->child, sig);
-}
-
-int run_wait_signal(run_state *s, double timeout_s)
-{
-    if (timeout_s < 0)
-        timeout_s = 0;
-    struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - floor(timeout_s)) * 1e9)};
-    siginfo_t si;
-    int sig = sigtimedwait(&s->waitset, &si, &ts);
-    if (sig < 0)
-        return 0; /* EAGAIN: timeout; EINTR: a stop/continue of hbmctl itself */
-    if (sig == SIGCHLD) {
-        run_reap(s);
-    } else if (sig == SIGCONT) {
-        if (job_control(s) && !s->child_done) {
-            tcsetpgrp(s->tty_fd, s->tree.child_pgid);
-            killpg(s->tree.child_pgid, SIGCONT);
-        }
-    } else {
-        if ((sig == SIGTERM || sig == SIGINT) && !s->stop_requested && !s->child_done)
-            run_stop_prepare(s);
-        forward(s, sig);
-        if (sig == SIGTERM || sig == SIGINT) {
-            if (!s->stop_requested)
-                run_log(s->o, "%s received: stopping the tree", signame(sig));
-            s->stop_requested = true;
-        }
-    }
-    return sig;
-}
-
-static void setup_signals(run_state *s)
-{
-    sigemptyset(&s->waitset);
-    sigaddset(&s->waitset, SIGCHLD);
-    for (size_t i = 0; i < NFORWARDED; i++)
-        sigaddset(&s->waitset, forwarded[i]);
-    if (s->tty_fd >= 0)
-        sigaddset(&s->waitset, SIGCONT);
-    sigprocmask(SIG_BLOCK, &s->waitset, &s->ss.orig_mask);
-    /* A signal ignored on entry (a background job of a script ignores SIGINT and SIGQUIT)
-     * would be discarded before sigtimedwait could take it: hbmctl takes them all, and
-     * the child gets the dispositions hbmctl was given back. */
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    sigemptyset(&dfl.sa_mask);
-    s->ss.nfwd = 0;
-    for (size_t i = 0; i < NFORWARDED; i++) {
-        s->ss.fwd[s->ss.nfwd] = forwarded[i];
-        sigaction(forwarded[i], &dfl, &s->ss.orig_fwd[s->ss.nfwd]);
-        s->ss.nfwd++;
-    }
-    /* hbmctl leaves the terminal's foreground to the child; it must still be able to
-     * write its log lines and take the foreground back */
-    struct sigaction ign = {.sa_handler = SIG_IGN};
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGTTIN, &ign, &s->ss.orig_ttin);
-    sigaction(SIGTTOU, &ign, &s->ss.orig_ttou);
-}
-
-/* The terminal stops mattering; the forwarded signals stay blocked so that a late SIGTERM
- * cannot end hbmctl before it exits with the child's status. */
-static void restore_signals(run_state *s)
-{
-    sigaction(SIGTTIN, &s->ss.orig_ttin, NULL);
-    sigaction(SIGTTOU, &s->ss.orig_ttou, NULL);
 }
 
 /* The terminal, when hbmctl has one and is in its foreground (else the child must not
@@ -379,7 +249,7 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
                 s.cg.active ? " and cgroup" : "");
     run_devices_init(&s.dv, o);
     s.tty_fd = open_tty(o);
-    setup_signals(&s);
+    run_signals_setup(&s);
     run_shm_record(&s);
 
     double *restarts = NULL;
@@ -403,7 +273,7 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
         }
         if (end == END_MEM || end == END_UNHEALTHY) {
             run_stop_prepare(&s);
-            forward(&s, SIGTERM); /* a drain: the child's group first, the stop takes the rest */
+            run_forward(&s, SIGTERM); /* a drain: the child's group first, the stop takes the rest */
             run_stop_tree(&s, true);
         } else {
             run_stop_tree(&s, end == END_STOP);
@@ -461,7 +331,7 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
     run_cgroup_remove(&s.cg);
     run_devices_free(&s.dv);
     run_tree_free(&s.tree);
-    restore_signals(&s);
+    run_signals_restore(&s);
     if (s.tty_fd >= 0)
         close(s.tty_fd);
     return 0;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "run_int.h"
-#include "hbm/doctor.h"
+#include "hbm/host.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
 
@@ -243,7 +243,26 @@ int run_signal_proc(const run_proc *p, int sig)
         return kill(p->pid, sig) == 0 ? 0 : 1;
     }
     hbm_kill_outcome out;
-    if (hbm_doctor_kill_checked(p->pid, p->start, sig, &out, NULL, NULL) < 0)
+    if (hbm_host_kill_checked(p->pid, p->start, sig, &out, NULL, NULL) < 0)
         return 1;
     return out == HBM_KILL_SENT ? 0 : 1;
+}
+
+size_t run_tree_scan(run_tree *t, int gen, run_proc **m)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nseen; i++)
+        if (t->seen[i].stop_gen == gen)
+            t->seen[i].alive_now = false;
+    if (run_tree_members(t, m, &n) < 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        run_seen *e = run_tree_seen(t, (*m)[i].pid, (*m)[i].start);
+        if (e->stop_gen != gen) {
+            e->stop_gen = gen;
+            e->last_sig = 0;
+        }
+        e->alive_now = true;
+    }
+    return n;
 }

@@ -52,29 +52,29 @@ static void test_kill_checked(void **state)
     hbm_kill_outcome o;
     hbm_err err = {{0}};
     /* The pid now names a process with another start time: a recycled pid. */
-    assert_int_equal(hbm_doctor_kill_checked(c, start + 1, SIGKILL, &o, NULL, &err), 0);
+    assert_int_equal(hbm_host_kill_checked(c, start + 1, SIGKILL, &o, NULL, &err), 0);
     assert_int_equal(o, HBM_KILL_MISMATCH);
     usleep(50000);
     assert_true(alive(c));
     bool raced = true;
-    assert_int_equal(hbm_doctor_kill_checked(c, start, SIGTERM, &o, &raced, &err), 0);
+    assert_int_equal(hbm_host_kill_checked(c, start, SIGTERM, &o, &raced, &err), 0);
     assert_int_equal(o, HBM_KILL_SENT);
-    assert_int_equal(hbm_doctor_wait_exit(c, start, 10), 1); /* a zombie counts as exited */
+    assert_int_equal(hbm_host_wait_exit(c, start, 10), 1); /* a zombie counts as exited */
     waitpid(c, NULL, 0);
-    assert_int_equal(hbm_doctor_kill_checked(c, start, SIGTERM, &o, NULL, &err), 0);
+    assert_int_equal(hbm_host_kill_checked(c, start, SIGTERM, &o, NULL, &err), 0);
     assert_true(o == HBM_KILL_GONE || o == HBM_KILL_MISMATCH);
-    assert_int_equal(hbm_doctor_kill_checked(1, 1, SIGTERM, &o, NULL, &err), -1);
+    assert_int_equal(hbm_host_kill_checked(1, 1, SIGTERM, &o, NULL, &err), -1);
     assert_non_null(strstr(err.msg, "refusing"));
 }
 
 static void test_ancestors(void **state)
 {
     (void)state;
-    assert_true(hbm_doctor_is_self_or_ancestor(getpid()));
-    assert_true(hbm_doctor_is_self_or_ancestor(getppid()));
-    assert_true(hbm_doctor_is_self_or_ancestor(1));
+    assert_true(hbm_host_is_self_or_ancestor(getpid()));
+    assert_true(hbm_host_is_self_or_ancestor(getppid()));
+    assert_true(hbm_host_is_self_or_ancestor(1));
     pid_t c = sleeper();
-    assert_false(hbm_doctor_is_self_or_ancestor(c));
+    assert_false(hbm_host_is_self_or_ancestor(c));
     kill(c, SIGKILL);
     waitpid(c, NULL, 0);
 }
@@ -249,24 +249,24 @@ static void test_sysv_recheck(void **state)
     /* Creator dead, never attached: stale. */
     int64_t key;
     int dead = dead_segment(&key);
-    assert_int_equal(hbm_doctor_sysv_stale_now(dead, key, why, sizeof why), 1);
+    assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 1);
     /* Attached now (by us): kept. */
     void *a = shmat(dead, NULL, 0);
     assert_true(a != (void *)-1);
-    assert_int_equal(hbm_doctor_sysv_stale_now(dead, key, why, sizeof why), 0);
+    assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 0);
     assert_non_null(strstr(why, "attached"));
     shmdt(a);
     /* Detached again, but the last user (us) is alive: kept. */
-    assert_int_equal(hbm_doctor_sysv_stale_now(dead, key, why, sizeof why), 0);
+    assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 0);
     assert_non_null(strstr(why, "last user"));
     shmctl(dead, IPC_RMID, NULL);
-    assert_int_equal(hbm_doctor_sysv_stale_now(dead, key, why, sizeof why), 0);
+    assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 0);
     assert_non_null(strstr(why, "already gone"));
     /* Creator alive (like the CANN log daemon): kept. */
     int mine = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
     struct shmid_ds ds;
     assert_int_equal(shmctl(mine, IPC_STAT, &ds), 0);
-    assert_int_equal(hbm_doctor_sysv_stale_now(mine, (int64_t)(uint32_t)ds.shm_perm.__key, why,
+    assert_int_equal(hbm_host_sysv_stale_now(mine, (int64_t)(uint32_t)ds.shm_perm.__key, why,
                                                sizeof why), 0);
     assert_non_null(strstr(why, "creator"));
     shmctl(mine, IPC_RMID, NULL);

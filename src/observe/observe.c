@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include "hbm/backend.h"
+#include "hbm/host.h"
 #include "hbm/npusmi.h"
+#include "hbm/observe.h"
 #include "hbm/snapshot.h"
+#include "hbm/util.h"
 #include "hbm/verdict.h"
 
 /* Live sources in the order auto tries them: the driver libraries first (exact, cheap),

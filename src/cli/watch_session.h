@@ -1,7 +1,7 @@
-/* State shared by `hbmctl watch` (cmd_watch.c: sampling, plain and JSON output) and its
- * full-screen view (watch_tui.c). */
-#ifndef HBM_CLI_WATCH_TUI_H
-#define HBM_CLI_WATCH_TUI_H
+/* A watch session (watch_session.c: sampling, events) and its two views: plain and JSON
+ * lines (cmd_watch.c), full screen (watch_tui.c). */
+#ifndef HBM_CLI_WATCH_SESSION_H
+#define HBM_CLI_WATCH_SESSION_H
 
 #include <stdbool.h>
 
@@ -36,6 +36,12 @@ int watch_sample(watch_ctx *c);
 
 /* True when the device passes the --device filter. */
 bool watch_wanted(const watch_ctx *c, const hbm_device *d);
+
+/* Local wall-clock time as HH:MM:SS. */
+void watch_clock_text(char *buf, size_t n, double wall);
+
+/* Index in the event ring of the first event not yet shown; marks them all shown. */
+size_t watch_first_unshown(watch_ctx *c);
 
 /* The full-screen view (builds with ncurses only); returns the exit code. Needs a
  * terminal on stdin and stdout. */

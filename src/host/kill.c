@@ -7,9 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hbm/doctor.h"
 #include "hbm/host.h"
-#include "hbm/lease.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
 
@@ -20,7 +18,7 @@
 #define SYS_pidfd_send_signal 424
 #endif
 
-bool hbm_doctor_is_self_or_ancestor(int pid)
+bool hbm_host_is_self_or_ancestor(int pid)
 {
     int cur = getpid();
     for (int depth = 0; depth < 4096 && cur > 0; depth++) {
@@ -34,7 +32,7 @@ bool hbm_doctor_is_self_or_ancestor(int pid)
     return false;
 }
 
-int hbm_doctor_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
+int hbm_host_kill_checked(int pid, uint64_t starttime, int sig, hbm_kill_outcome *outcome,
                             bool *raced, hbm_err *err)
 {
     if (raced)
@@ -111,7 +109,7 @@ static bool exited(int pid, uint64_t starttime)
     return state == 'Z' || state == 'X';
 }
 
-int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s)
+int hbm_host_wait_exit(int pid, uint64_t starttime, double timeout_s)
 {
     double deadline = hbm_now_mono() + timeout_s;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -139,67 +137,4 @@ int hbm_doctor_wait_exit(int pid, uint64_t starttime, double timeout_s)
     if (pidfd >= 0)
         close(pidfd);
     return 0;
-}
-
-int hbm_doctor_end_lease(const char *lease_dir, const char *name, double timeout_s,
-                         size_t *ended, hbm_err *err)
-{
-    *ended = 0;
-    hbm_lease_info *ls;
-    size_t n;
-    if (hbm_lease_list(lease_dir, &ls, &n, err) < 0)
-        return -1;
-    size_t matched = 0;
-    int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!ls[i].held || strcmp(ls[i].name, name) != 0)
-            continue;
-        matched++;
-        if (ls[i].pid <= 1 || ls[i].starttime == 0) {
-            rc = hbm_err_set(err, "lease %s on device %lld names no holder pid", name,
-                             (long long)ls[i].device);
-            break;
-        }
-        if (hbm_doctor_is_self_or_ancestor(ls[i].pid)) {
-            rc = hbm_err_set(err, "lease %s on device %lld is held by pid %d, an ancestor of "
-                             "this hbmctl: end that process instead", name,
-                             (long long)ls[i].device, ls[i].pid);
-            break;
-        }
-        hbm_kill_outcome o;
-        if (hbm_doctor_kill_checked(ls[i].pid, ls[i].starttime, SIGTERM, &o, NULL, err) < 0) {
-            rc = -1;
-            break;
-        }
-        if (o == HBM_KILL_SENT)
-            (*ended)++;
-    }
-    /* Then wait for every matching lock to drop. */
-    double deadline = hbm_now_mono() + timeout_s;
-    while (rc == 0 && matched) {
-        bool still = false;
-        int64_t dev = -1;
-        for (size_t i = 0; i < n; i++) {
-            if (!ls[i].held || strcmp(ls[i].name, name) != 0)
-                continue;
-            hbm_lease_info q;
-            int h = hbm_lease_query(lease_dir, ls[i].device, &q, NULL);
-            if (h == 1 && strcmp(q.name, name) == 0) {
-                still = true;
-                dev = ls[i].device;
-            }
-        }
-        if (!still)
-            break;
-        if (hbm_now_mono() > deadline) {
-            rc = hbm_err_set(err, "lease %s on device %lld is still held after %.0f s", name,
-                             (long long)dev, timeout_s);
-            break;
-        }
-        usleep(50 * 1000);
-    }
-    free(ls);
-    if (rc < 0)
-        return -1;
-    return matched ? 0 : 1;
 }

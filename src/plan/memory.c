@@ -1,0 +1,253 @@
+/* The memory model of vLLM's start-up, per device rank (docs/planner.md has it on one page):
+ *   pre-check   free >= total x util                       (CUDA >= 0.9.1, Ascend >= 0.15)
+ *   budget      total x util - weights - peak activation - non-torch [- graphs, >= 0.21]
+ *   KV layout   page per layer type, blocks, tokens, concurrency as vLLM prints them
+ *   checks      no memory for blocks; one request of max_model_len must fit */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan_int.h"
+
+#define GIB_D 1073741824.0
+
+plan_rules plan_rules_for(int ver, bool ascend)
+{
+    plan_rules r = {.ver = ver, .ascend = ascend};
+    r.v0 = ver < 800;
+    r.default_util = (!ascend && ver >= 2100) ? 0.92 : 0.9;
+    r.precheck = ascend ? ver >= 1500 : ver >= 901;
+    r.precheck_ceil = !ascend && ver >= 1400;
+    r.snapshot_budget = r.v0 || (ascend ? ver >= 1500 : ver >= 901);
+    r.graph_in_budget = !ascend && ver >= 2100;
+    /* NCCL moved before the snapshot with #25359 (0.11); HCCL is still after it */
+    r.collective_in_budget = ascend || ver < 1100;
+    /* FlashInfer's sort-free top-k/top-p sampler up to 0.10.1; the torch sort-based one
+     * after (logits bf16 + fp32, sorted values + int64 indices, softmax, cumsum, scatter,
+     * probabilities and the exponential draw: 38 bytes per entry) */
+    r.sampler_bytes = (r.v0 || (!ascend && ver < 1002)) ? 10 : 38;
+    r.tokens_rule = ver >= 2100 ? 2 : ver >= 901 ? 1 : 0;
+    r.typo_models = ver < 2200;
+    r.mamba_graph_check = !ascend && ver >= 1900;
+    return r;
+}
+
+static int64_t cdiv(int64_t a, int64_t b)
+{
+    return b > 0 ? (a + b - 1) / b : 0;
+}
+
+static int64_t weights_per_rank(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double total = (double)m->weights_bytes * c->w_scale;
+    double emb = m->embed_bytes > 0 ? (double)m->embed_bytes * c->w_scale : 0;
+    if (emb > total)
+        emb = total;
+    double w = (total - emb) / (double)(f->tp * f->pp) + emb / (double)f->tp / (f->pp > 1 ? 2 : 1);
+    /* projections that TP cannot split are replicated on every rank */
+    double H = (double)m->hidden_size, L = (double)m->num_layers / (double)f->pp;
+    if (!m->mla && m->num_kv_heads < f->tp)
+        w += L * 2 * H * (double)m->head_dim * c->act_bytes *
+             (1.0 - (double)m->num_kv_heads / (double)f->tp);
+    if (m->mla)
+        w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
+             (1.0 - 1.0 / (double)f->tp);
+    return (int64_t)w;
+}
+
+/* Torch peak of the profile run: the forward over max_num_batched_tokens (the largest MLP
+ * or fused-MoE workspace per token, with the residual stream) or the dummy sampler over
+ * min(seqs, tokens) rows of the full vocabulary while the forward's hidden states are
+ * still held, whichever is larger. */
+static int64_t activation(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double T = (double)f->mnbt, R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
+    double H = (double)m->hidden_size, tp = (double)f->tp;
+    double per = 0;
+    if (m->intermediate_size > 0 && (m->num_experts == 0 || m->first_dense_layers > 0))
+        per = 3 * (double)m->intermediate_size / tp + 3 * H;
+    if (m->num_experts > 0) {
+        double shared = m->shared_expert_intermediate_size > 0
+                            ? (double)m->shared_expert_intermediate_size
+                            : (double)(m->num_shared_experts * m->moe_intermediate_size);
+        double moe = (double)m->experts_per_token * (3 * (double)m->moe_intermediate_size / tp + H) +
+                     3 * shared / tp + 3 * H;
+        if (moe > per)
+            per = moe;
+    }
+    double fwd = T * per * c->act_bytes;
+    double sampler = R * (double)(m->vocab_size > 0 ? m->vocab_size : 0) * c->r.sampler_bytes +
+                     T * H * c->act_bytes;
+    return (int64_t)(fwd > sampler ? fwd : sampler);
+}
+
+/* Memory outside torch's allocator that the profiler charges: 0.13-0.15 GiB in V1 logs;
+ * V0 measured from before the model was built, so library handles and workspaces were in
+ * it too (0.34-0.43 GiB in V0 logs). */
+static int64_t non_torch(const plan_ctx *c, const plan_flags *f)
+{
+    int64_t nt = (int64_t)((c->r.v0 ? 0.35 : 0.15) * GIB_D);
+    if (c->r.collective_in_budget && f->tp * f->pp > 1)
+        nt += (int64_t)(0.25 * GIB_D);
+    return nt;
+}
+
+/* CUDA graph pool: a fixed part plus a share per captured layer (0.50-0.65 GiB measured
+ * for a 28-layer 7B at TP 1-2). */
+static int64_t graph_estimate(const plan_ctx *c, const plan_flags *f)
+{
+    if (f->eager)
+        return 0;
+    return (int64_t)(0.35 * GIB_D) + cdiv(c->m->num_layers, f->pp) * 6 * HBM_MIB;
+}
+
+/* KV layout for an available budget: fills per_token, block, num_blocks, tokens, conc. */
+typedef struct layout {
+    int64_t page;        /* bytes per block and layer */
+    int64_t gs;          /* layers per group (tensors in the pool) */
+    int64_t g_full, g_slide, g_lin;
+    int64_t block;
+    int64_t per_token;
+} layout;
+
+static layout kv_layout(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    layout l = {0};
+    int64_t heads = m->mla ? 1 : (m->num_kv_heads / f->tp > 1 ? m->num_kv_heads / f->tp : 1);
+    int64_t vd = m->mla ? 0 : (m->v_head_dim > 0 ? m->v_head_dim : m->head_dim);
+    int64_t tok = heads * (m->head_dim + vd) * f->kvb; /* one token, one layer */
+    int64_t nf = cdiv(c->n_full, f->pp), ns = cdiv(c->n_slide, f->pp), nl = cdiv(c->n_lin, f->pp);
+    l.block = f->block;
+    if (nl > 0 && nf > 0 && m->linear_num_v_heads > 0) {
+        /* Mamba-style state per layer and request; attention blocks grow to cover it */
+        int64_t kdim = m->linear_num_k_heads * m->linear_k_head_dim;
+        int64_t vdim = m->linear_num_v_heads * m->linear_v_head_dim;
+        int64_t conv = (2 * kdim + vdim) / f->tp * (m->linear_conv_kernel - 1);
+        int64_t temporal = m->linear_num_v_heads / f->tp * m->linear_k_head_dim * m->linear_v_head_dim;
+        int64_t state = (conv + temporal) * c->act_bytes;
+        int64_t align = f->block > 16 ? f->block : 16;
+        int64_t b = align * cdiv(state, align * tok);
+        if (b > l.block)
+            l.block = b;
+    }
+    l.page = l.block * tok;
+    l.per_token = tok * (nf + ns);
+    int64_t kinds[3] = {nf, ns, nl};
+    int64_t mn = 0, mx = 0, types = 0;
+    for (int i = 0; i < 3; i++)
+        if (kinds[i] > 0) {
+            types++;
+            mn = mn == 0 || kinds[i] < mn ? kinds[i] : mn;
+            mx = kinds[i] > mx ? kinds[i] : mx;
+        }
+    if (types <= 1)
+        l.gs = mx;
+    else
+        l.gs = (double)mx < 1.5 * (double)mn ? mx : mn;
+    if (l.gs <= 0)
+        l.gs = 1;
+    l.g_full = cdiv(nf, l.gs);
+    l.g_slide = cdiv(ns, l.gs);
+    l.g_lin = cdiv(nl, l.gs);
+    return l;
+}
+
+/* Blocks one request of length len needs across all groups. */
+static int64_t blocks_per_request(const plan_ctx *c, const plan_flags *f, const layout *l, int64_t len)
+{
+    int64_t n = l->g_full * cdiv(len, l->block) + l->g_lin;
+    if (l->g_slide) {
+        int64_t w = c->m->sliding_window - 1 + f->mnbt;
+        n += l->g_slide * (cdiv(w < len ? w : len, l->block) + 1);
+    }
+    return n;
+}
+
+static bool layout_has_kv(const layout *l)
+{
+    return l->g_full + l->g_slide + l->g_lin > 0 && l->page > 0;
+}
+
+/* Longest request that fits the budget (binary search, as vLLM's estimate). */
+static int64_t longest_fit(const plan_ctx *c, const plan_flags *f, const layout *l, int64_t avail)
+{
+    int64_t lo = 0, hi = f->mml > 0 ? f->mml : 1;
+    if (c->m->max_position_embeddings > hi)
+        hi = c->m->max_position_embeddings;
+    if (hi > (1LL << 40))
+        hi = 1LL << 40;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if ((double)blocks_per_request(c, f, l, mid) * (double)l->page * (double)l->gs <=
+            (double)avail)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    const plan_rules *r = &c->r;
+    double want = (double)f->total * f->util;
+    o->requested = r->precheck_ceil ? (int64_t)ceil(want) : (int64_t)want;
+    o->weights = weights_per_rank(c, f);
+    o->act = activation(c, f);
+    o->nt = non_torch(c, f);
+    int64_t g = graph_estimate(c, f);
+    if (r->graph_in_budget)
+        o->graph = g;
+    else
+        o->graph_out = g;
+    int64_t others = f->free >= 0 && f->free < f->total ? f->total - f->free : 0;
+    if (r->precheck && f->free >= 0 && f->free < o->requested)
+        o->precheck_fail = true;
+    /* the weights alone must fit what is free when loading starts */
+    if (o->weights > (f->free >= 0 ? f->free : f->total))
+        o->oom = true;
+    if (f->kvmem >= 0)
+        o->avail = f->kvmem;
+    else if (r->snapshot_budget)
+        o->avail = o->requested - o->weights - o->act - o->nt - o->graph;
+    else
+        o->avail = (int64_t)want - o->weights - o->act - o->nt - others;
+    layout l = kv_layout(c, f);
+    o->per_token = l.per_token;
+    o->block = l.block;
+    o->groups = l.g_full + l.g_slide + l.g_lin;
+    o->mml_fit = HBM_UNKNOWN;
+    if (o->avail <= 0 || !layout_has_kv(&l)) {
+        o->no_kv = o->avail <= 0;
+        o->fits = !o->no_kv && !o->precheck_fail && !o->oom;
+        return;
+    }
+    o->num_blocks = o->avail / l.page / l.gs;
+    int64_t per_req = blocks_per_request(c, f, &l, f->mml);
+    double needed = (double)per_req * (double)l.page * (double)l.gs;
+    o->needed = needed > 9e18 ? INT64_MAX : (int64_t)needed;
+    if (r->v0 || r->tokens_rule == 0) {
+        o->tokens = o->num_blocks * l.block;
+        o->conc = (double)o->tokens / (double)f->mml;
+    } else {
+        o->conc = per_req > 0 ? (double)o->num_blocks / (double)per_req : 0;
+        o->tokens = r->tokens_rule == 1 ? o->num_blocks / (o->groups ? o->groups : 1) * l.block
+                                        : (int64_t)(o->conc * (double)f->mml);
+    }
+    o->mml_fit = longest_fit(c, f, &l, r->v0 ? o->num_blocks * l.page * l.gs : o->avail);
+    if (r->v0)
+        o->mml_fail = f->mml > o->num_blocks / f->pp * l.block;
+    else
+        o->mml_fail = o->needed > o->avail;
+    if (o->num_blocks == 0)
+        o->no_kv = true;
+    /* each decode sequence of a hybrid needs one state block to capture full graphs */
+    o->mamba_fail = r->mamba_graph_check && !f->eager && l.g_lin > 0 && f->seqs > o->num_blocks;
+    o->fits = !o->precheck_fail && !o->no_kv && !o->mml_fail && !o->oom && !o->mamba_fail;
+}

@@ -37,6 +37,10 @@ int hbm_parse_ratio(const char *s, double *ratio, hbm_err *err);
 /* "30s", "2m", "1.5h", "1d", "250ms", "10" (seconds) -> seconds. */
 int hbm_parse_duration(const char *s, double *seconds, hbm_err *err);
 
+/* Optimal string alignment distance between a and b: a swapped pair of letters counts
+ * once ("devcie"); (size_t)-1 past 95 characters. For "did you mean" suggestions. */
+size_t hbm_edit_distance(const char *a, const char *b);
+
 /* Writes "36.75 GiB" style text (binary units, two decimals above KiB) into buf. */
 const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes);
 

@@ -8,38 +8,85 @@
 #include "cli_findings.h"
 #include "hbm/doctor.h"
 
-static void usage(FILE *f)
+static const char about[] =
+    "Lists what it would do about doctor's findings; --apply does it:\n"
+    "  orphaned device holders: SIGTERM, then SIGKILL after --grace, each signal\n"
+    "    through a pidfd after checking the process start time again;\n"
+    "  SysV segments: removed only when nobody attaches them and their creator and\n"
+    "    last user are dead;\n"
+    "  /dev/shm objects: removed only when no process maps or holds them.\n"
+    "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
+    "unless named with --pid. Then it observes again and reports per device the\n"
+    "memory released. --apply appends a record per action to the audit log\n"
+    "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n"
+    "With no device source it handles the host objects alone and says so first.\n";
+
+static const char exits[] =
+    "exit: 0 nothing to do, or every action done (steps kept by the safety rules\n"
+    "      do not count); 1 a dry run with something to do, an action kept when\n"
+    "      checked again (no longer safe) or failed, or the question answered no;\n"
+    "      2 could not look, bad option, or could not write the audit log (then\n"
+    "      nothing is done)\n";
+
+/* What the command line asks of clean. */
+typedef struct clean_args {
+    cli_common c;
+    bool apply, yes;
+    hbm_clean_opts copts;
+    int *pids;
+    size_t npids;
+    double settle;
+} clean_args;
+
+/* --pid: one more process to end; repeatable. */
+static int add_pid(void *dst, const char *v, char *why, size_t n)
 {
-    fprintf(f,
-            "usage: hbmctl clean [--apply [--yes]] [OPTIONS]\n\n"
-            "Lists what it would do about doctor's findings; --apply does it:\n"
-            "  orphaned device holders: SIGTERM, then SIGKILL after --grace, each signal\n"
-            "    through a pidfd after checking the process start time again;\n"
-            "  SysV segments: removed only when nobody attaches them and their creator and\n"
-            "    last user are dead;\n"
-            "  /dev/shm objects: removed only when no process maps or holds them.\n"
-            "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
-            "unless named with --pid. Then it observes again and reports per device the\n"
-            "memory released. --apply appends a record per action to the audit log\n"
-            "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n"
-            "With no device source it handles the host objects alone and says so first.\n\n"
-            "options:\n"
-            "  --apply            perform the actions; asks first when stdin is a terminal,\n"
-            "                     proceeds without asking when it is not (scripts, pipes)\n"
-            "  -y, --yes          do not ask\n"
-            "  --grace DURATION   SIGTERM to SIGKILL (default 10s)\n"
-            "  --settle DURATION  how long to wait for the driver to release memory before\n"
-            "                     reporting it (default 5s)\n"
-            "  --pid PID          also end this device holder (repeatable; allows a process\n"
-            "                     in a running container)\n"
-            "  --audit-log FILE   audit log (default $HBMCTL_AUDIT_LOG, else\n"
-            "                     " HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)\n"
-            CLI_COMMON_HELP "  -h, --help         this text\n\n"
-            "exit: 0 nothing to do, or every action done (steps kept by the safety rules\n"
-            "      do not count); 1 a dry run with something to do, an action kept when\n"
-            "      checked again (no longer safe) or failed, or the question answered no;\n"
-            "      2 could not look, bad option, or could not write the audit log (then\n"
-            "      nothing is done)\n");
+    clean_args *a = dst;
+    char *end;
+    long pid = strtol(v, &end, 10);
+    if (end == v || *end || pid <= 0 || pid > 0x3fffffff) {
+        snprintf(why, n, "not a process id");
+        return -1;
+    }
+    a->pids = hbm_xrealloc(a->pids, (a->npids + 1) * sizeof *a->pids);
+    a->pids[a->npids++] = (int)pid;
+    return 0;
+}
+
+static int parse(clean_args *a, int argc, char **argv)
+{
+    cli_common_init(&a->c);
+    a->copts.grace_s = 10.0;
+    a->settle = 5.0;
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_FLAG, "apply", 0, NULL, &a->apply,
+                "perform the actions; asks first when stdin is a terminal,\n"
+                "proceeds without asking when it is not (scripts, pipes)"),
+        CLI_OPT(CLI_FLAG, "yes", 'y', NULL, &a->yes, "do not ask"),
+        CLI_OPT(CLI_DURATION, "grace", 0, "DURATION", &a->copts.grace_s,
+                "SIGTERM to SIGKILL (default 10s)"),
+        CLI_OPT(CLI_DURATION, "settle", 0, "DURATION", &a->settle,
+                "how long to wait for the driver to release memory before\n"
+                "reporting it (default 5s)"),
+        CLI_OPT(CLI_CALL, "pid", 0, "PID", a,
+                "also end this device holder (repeatable; allows a process\n"
+                "in a running container)", .fn = add_pid),
+        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
+                "audit log (default $HBMCTL_AUDIT_LOG, else\n"
+                HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "clean", .usage = "[--apply [--yes]] [OPTIONS]", .about = about, .opts = opts,
+        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
+    };
+    int rc = cli_parse_options(&spec, argc, argv);
+    if (rc == CLI_CONTINUE && a->apply && a->c.src.snapshot) {
+        cli_errorf("clean --apply acts on the live host only; drop --snapshot");
+        rc = CLI_EXIT_ERROR;
+    }
+    return rc;
 }
 
 static json_t *steps_json(const hbm_clean_plan *p)
@@ -137,187 +184,142 @@ static json_t *released(const hbm_obs *before, const hbm_obs *after, bool print)
     return a;
 }
 
-int cmd_clean(int argc, char **argv)
+static void print_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
+                       size_t allowed)
 {
-    cli_common c;
-    cli_common_init(&c);
-    bool apply = false, yes = false;
-    hbm_clean_opts copts = {.grace_s = 10.0};
-    int *pids = NULL;
-    size_t npids = 0;
-    double settle = 5.0;
-    enum { OPT_APPLY = CLI_OPT_FIRST_FREE, OPT_GRACE, OPT_PID, OPT_AUDIT, OPT_SETTLE };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"apply", no_argument, NULL, OPT_APPLY},
-        {"yes", no_argument, NULL, 'y'},
-        {"grace", required_argument, NULL, OPT_GRACE},
-        {"settle", required_argument, NULL, OPT_SETTLE},
-        {"pid", required_argument, NULL, OPT_PID},
-        {"audit-log", required_argument, NULL, OPT_AUDIT},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt, rc = CLI_EXIT_ERROR;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "hy", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        hbm_err err = {{0}};
-        char *end;
-        long v;
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            free(pids);
-            return CLI_EXIT_OK;
-        case OPT_APPLY: apply = true; break;
-        case 'y': yes = true; break;
-        case OPT_GRACE:
-            if (hbm_parse_duration(optarg, &copts.grace_s, &err) < 0) {
-                cli_errorf("--grace: %s", err.msg);
-                goto out;
-            }
-            break;
-        case OPT_SETTLE:
-            if (hbm_parse_duration(optarg, &settle, &err) < 0) {
-                cli_errorf("--settle: %s", err.msg);
-                goto out;
-            }
-            break;
-        case OPT_PID:
-            v = strtol(optarg, &end, 10);
-            if (*end || v <= 0 || v > 0x3fffffff) {
-                cli_errorf("--pid: '%s' is not a process id", optarg);
-                goto out;
-            }
-            pids = hbm_xrealloc(pids, (npids + 1) * sizeof *pids);
-            pids[npids++] = (int)v;
-            break;
-        case OPT_AUDIT: copts.audit_path = optarg; break;
-        default:
-            free(pids);
-            return cli_usage_error("clean");
+    cli_print_skipped(stdout, "", obs);
+    printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
+    if (plan->n > allowed)
+        printf(", %zu kept by safety rules", plan->n - allowed);
+    printf("\n");
+    for (size_t i = 0; i < plan->n; i++) {
+        const hbm_clean_step *s = &plan->steps[i];
+        char label[64];
+        snprintf(label, sizeof label, "  %s %s", s->allowed ? (apply ? "do  " : "would") : "keep",
+                 s->finding_id);
+        cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
+    }
+}
+
+/* The JSON answer; rel (owned) and audit only after --apply acted. */
+static void print_json(bool dry_run, const hbm_obs *obs, const hbm_clean_plan *plan,
+                       json_t *rel, const char *audit)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "dry_run", json_boolean(dry_run));
+    add_source(j, obs);
+    json_object_set_new(j, "steps", steps_json(plan));
+    if (audit) {
+        json_object_set_new(j, "released", rel ? rel : json_null());
+        json_object_set_new(j, "audit_log", json_string(audit));
+    }
+    cli_json_out(j);
+}
+
+/* Observes again: what the devices show now. Drivers free memory asynchronously after a
+ * process exits, so look again for up to --settle until every device a process was ended
+ * on shows less memory. Returns the per-device figures, NULL when it could not observe. */
+static json_t *observe_after(const clean_args *a, const hbm_obs *obs,
+                             const hbm_clean_plan *plan)
+{
+    hbm_obs after;
+    hbm_err err = {{0}};
+    double until = hbm_now_mono() + a->settle;
+    int orc;
+    while ((orc = hbm_observe(&after, &a->c.src, &err)) == 0 && hbm_now_mono() < until &&
+           !settled(obs, &after, plan)) {
+        hbm_obs_free(&after);
+        usleep(500 * 1000);
+    }
+    if (orc < 0) {
+        if (!a->c.json)
+            printf("could not observe again: %s\n", err.msg);
+        return NULL;
+    }
+    if (!a->c.json && !obs->ndevs)
+        printf("device memory after clean: not known (%s)\n",
+               obs->backend_why[0] ? "no device source" : "no device observed");
+    else if (!a->c.json)
+        printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE", "BEFORE",
+               "AFTER", "RELEASED");
+    json_t *rel = released(obs, &after, !a->c.json);
+    hbm_obs_free(&after);
+    return rel;
+}
+
+/* --apply with something to do: act, report each step, then the memory released. */
+static int apply_plan(clean_args *a, const hbm_obs *obs, hbm_clean_plan *plan)
+{
+    hbm_err err = {{0}};
+    int rc, bad = hbm_clean_apply(plan, &a->copts, &err);
+    if (bad < 0) {
+        cli_errorf("%s", err.msg);
+        rc = CLI_EXIT_ERROR;
+    } else {
+        rc = bad ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    }
+    if (!a->c.json) {
+        printf("results (audit log: %s):\n", hbm_audit_path(a->copts.audit_path));
+        for (size_t i = 0; i < plan->n; i++) {
+            const hbm_clean_step *s = &plan->steps[i];
+            if (!s->allowed)
+                continue;
+            char label[64];
+            snprintf(label, sizeof label, "  %s %s", s->done ? "done" : "KEPT", s->finding_id);
+            cli_wrap(stdout, label, 28, s->result);
         }
     }
-    if (optind < argc) {
-        cli_errorf("clean takes no arguments ('%s')", argv[optind]);
-        goto out;
-    }
-    if (apply && c.src.snapshot) {
-        cli_errorf("clean --apply acts on the live host only; drop --snapshot");
-        goto out;
-    }
-    copts.named_pids = pids;
-    copts.nnamed = npids;
-    copts.command = apply ? "hbmctl clean --apply" : "hbmctl clean";
+    json_t *rel = observe_after(a, obs, plan);
+    if (a->c.json)
+        print_json(false, obs, plan, rel, hbm_audit_path(a->copts.audit_path));
+    else
+        json_decref(rel);
+    return rc;
+}
 
-    c.src.host_only_ok = true;
+int cmd_clean(int argc, char **argv)
+{
+    clean_args a = {0};
+    int rc = parse(&a, argc, argv);
+    if (rc != CLI_CONTINUE) {
+        free(a.pids);
+        return rc;
+    }
+    a.copts.named_pids = a.pids;
+    a.copts.nnamed = a.npids;
+    a.copts.command = a.apply ? "hbmctl clean --apply" : "hbmctl clean";
+    a.c.src.host_only_ok = true;
     hbm_obs obs;
-    if (!cli_observe(&c, &obs))
-        goto out;
+    if (!cli_observe(&a.c, &obs)) {
+        free(a.pids);
+        return CLI_EXIT_ERROR;
+    }
     hbm_findings f;
     hbm_doctor_findings(&obs, NULL, &f);
     hbm_clean_plan plan;
-    hbm_clean_plan_make(&obs, &f, &copts, &plan);
+    hbm_clean_plan_make(&obs, &f, &a.copts, &plan);
     size_t allowed = 0;
     for (size_t i = 0; i < plan.n; i++)
         allowed += plan.steps[i].allowed;
-
-    if (!c.json) {
-        cli_print_skipped(stdout, "", &obs);
-        printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
-        if (plan.n > allowed)
-            printf(", %zu kept by safety rules", plan.n - allowed);
-        printf("\n");
-        for (size_t i = 0; i < plan.n; i++) {
-            const hbm_clean_step *s = &plan.steps[i];
-            char label[64];
-            snprintf(label, sizeof label, "  %s %s", s->allowed ? (apply ? "do  " : "would") : "keep",
-                     s->finding_id);
-            cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
-        }
-    }
+    if (!a.c.json)
+        print_plan(&obs, &plan, a.apply, allowed);
     rc = allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
-    if (!apply) {
-        if (!c.json && allowed)
+    if (!a.apply) {
+        if (!a.c.json && allowed)
             printf("nothing changed; run 'hbmctl clean --apply' to do this\n");
-        if (c.json) {
-            json_t *j = json_object();
-            json_object_set_new(j, "dry_run", json_true());
-            add_source(j, &obs);
-            json_object_set_new(j, "steps", steps_json(&plan));
-            cli_json_out(j);
-        }
-    } else if (allowed && !yes && !ask()) {
+        if (a.c.json)
+            print_json(true, &obs, &plan, NULL, NULL);
+    } else if (allowed && !a.yes && !ask()) {
         fprintf(stderr, "hbmctl: nothing done\n");
         rc = CLI_EXIT_PROBLEM;
     } else if (allowed) {
-        hbm_err err = {{0}};
-        int bad = hbm_clean_apply(&plan, &copts, &err);
-        if (bad < 0) {
-            cli_errorf("%s", err.msg);
-            rc = CLI_EXIT_ERROR;
-        } else {
-            rc = bad ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
-        }
-        if (!c.json) {
-            printf("results (audit log: %s):\n", hbm_audit_path(copts.audit_path));
-            for (size_t i = 0; i < plan.n; i++) {
-                const hbm_clean_step *s = &plan.steps[i];
-                if (!s->allowed)
-                    continue;
-                char label[64];
-                snprintf(label, sizeof label, "  %s %s", s->done ? "done" : "KEPT", s->finding_id);
-                cli_wrap(stdout, label, 28, s->result);
-            }
-        }
-        /* Observe again: what the device shows now. Drivers free memory asynchronously
-         * after a process exits, so look again for up to --settle until every device a
-         * process was ended on shows less memory. */
-        hbm_obs after;
-        json_t *rel = NULL;
-        double until = hbm_now_mono() + settle;
-        int orc;
-        while ((orc = hbm_observe(&after, &c.src, &err)) == 0 && hbm_now_mono() < until &&
-               !settled(&obs, &after, &plan)) {
-            hbm_obs_free(&after);
-            usleep(500 * 1000);
-        }
-        if (orc == 0) {
-            if (!c.json && !obs.ndevs)
-                printf("device memory after clean: not known (%s)\n",
-                       obs.backend_why[0] ? "no device source" : "no device observed");
-            else if (!c.json)
-                printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE",
-                       "BEFORE", "AFTER", "RELEASED");
-            rel = released(&obs, &after, !c.json);
-            hbm_obs_free(&after);
-        } else if (!c.json) {
-            printf("could not observe again: %s\n", err.msg);
-        }
-        if (c.json) {
-            json_t *j = json_object();
-            json_object_set_new(j, "dry_run", json_false());
-            add_source(j, &obs);
-            json_object_set_new(j, "steps", steps_json(&plan));
-            json_object_set_new(j, "released", rel ? rel : json_null());
-            json_object_set_new(j, "audit_log", json_string(hbm_audit_path(copts.audit_path)));
-            cli_json_out(j);
-        } else {
-            json_decref(rel);
-        }
-    } else if (c.json) {
-        json_t *j = json_object();
-        json_object_set_new(j, "dry_run", json_false());
-        add_source(j, &obs);
-        json_object_set_new(j, "steps", steps_json(&plan));
-        cli_json_out(j);
+        rc = apply_plan(&a, &obs, &plan);
+    } else if (a.c.json) {
+        print_json(false, &obs, &plan, NULL, NULL);
     }
     hbm_clean_plan_free(&plan);
     hbm_findings_free(&f);
     hbm_obs_free(&obs);
-out:
-    free(pids);
+    free(a.pids);
     return rc;
 }

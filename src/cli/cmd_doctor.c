@@ -7,66 +7,41 @@
 #include "cli_findings.h"
 #include "hbm/doctor.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: hbmctl doctor [OPTIONS]\n\n"
-            "Finds what keeps accelerator memory from being free: orphaned, zombie or stuck\n"
-            "device holders, memory no live process accounts for, devices that need a reset,\n"
-            "stale SysV and /dev/shm objects, host hugepages, THP, a full /dev/shm, servers\n"
-            "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
-            "and what `hbmctl clean` would do. Finding ids and --json fields: docs/doctor.md.\n"
-            "Run it as root on the host: other users' open files (who holds a device) are\n"
-            "readable only by root, and a container sees only its own processes. With no\n"
-            "device source (broken driver, no vendor libraries) it checks the host alone\n"
-            "and says so first.\n\n"
-            "options:\n" CLI_COMMON_HELP
-            "  --shm-full RATIO   /dev/shm use that counts as nearly full (default 90%%)\n"
-            "  -h, --help         this text\n\n"
-            "environment: HBMCTL_ROOT (as --root), HBMCTL_DEVICE_PATTERNS (colon-separated\n"
-            "  device-file globs, default /dev/davinci*:/dev/nvidia*:...), HBMCTL_DCMI_LIB,\n"
-            "  HBMCTL_NVML_LIB, HBMCTL_NPU_SMI (where the vendor libraries and tool are)\n\n"
-            "exit: 0 no finding of severity warning or worse (info notes may be printed),\n"
-            "      1 problems found, 2 could not look (unreadable snapshot, bad option,\n"
-            "      a --backend named that is unavailable)\n");
-}
+static const char about[] =
+    "Finds what keeps accelerator memory from being free: orphaned, zombie or stuck\n"
+    "device holders, memory no live process accounts for, devices that need a reset,\n"
+    "stale SysV and /dev/shm objects, host hugepages, THP, a full /dev/shm, servers\n"
+    "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
+    "and what `hbmctl clean` would do. Finding ids and --json fields: docs/doctor.md.\n"
+    "Run it as root on the host: other users' open files (who holds a device) are\n"
+    "readable only by root, and a container sees only its own processes. With no\n"
+    "device source (broken driver, no vendor libraries) it checks the host alone\n"
+    "and says so first.\n";
 
 int cmd_doctor(int argc, char **argv)
 {
     cli_common c;
     cli_common_init(&c);
     hbm_doctor_opts dopts = {0};
-    enum { OPT_SHM_FULL = CLI_OPT_FIRST_FREE };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"shm-full", required_argument, NULL, OPT_SHM_FULL},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    const cli_opt opts[] = {
+        CLI_GROUPS_HERE,
+        CLI_OPT(CLI_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
+                "/dev/shm use that counts as nearly full (default 90%)"),
+        CLI_OPTS_END,
     };
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        hbm_err err = {{0}};
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        case OPT_SHM_FULL:
-            if (hbm_parse_ratio(optarg, &dopts.devshm_full_ratio, &err) < 0) {
-                cli_errorf("--shm-full: %s", err.msg);
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        default:
-            return cli_usage_error("doctor");
-        }
-    }
-    if (optind < argc) {
-        cli_errorf("doctor takes no arguments ('%s')", argv[optind]);
-        return cli_usage_error("doctor");
-    }
+    const cli_spec spec = {
+        .cmd = "doctor", .usage = "[OPTIONS]", .about = about, .opts = opts,
+        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c,
+        .env = "environment: HBMCTL_ROOT (as --root), HBMCTL_DEVICE_PATTERNS (colon-separated\n"
+               "  device-file globs, default /dev/davinci*:/dev/nvidia*:...), HBMCTL_DCMI_LIB,\n"
+               "  HBMCTL_NVML_LIB, HBMCTL_NPU_SMI (where the vendor libraries and tool are)\n",
+        .exits = "exit: 0 no finding of severity warning or worse (info notes may be printed),\n"
+                 "      1 problems found, 2 could not look (unreadable snapshot, bad option,\n"
+                 "      a --backend named that is unavailable)\n",
+    };
+    int prc = cli_parse_options(&spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
     c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&c, &obs))

@@ -10,26 +10,13 @@
 
 #define WIDTH 100
 
-enum { OPT_LIST = CLI_OPT_FIRST_FREE, OPT_CATALOG, OPT_LIVE, OPT_NO_LIVE };
-
-static void help(void)
-{
-    printf("usage: hbmctl explain [OPTIONS] [LOG|-]\n\n"
-           "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA,\n"
-           "NCCL) and, for each known failure, prints the first line that shows it (with its line\n"
-           "number and how often it repeats), the cause, what the numbers in it mean, the remedies\n"
-           "in the order to try, and what this host shows now. Logs are streamed (any size); ANSI colours and\n"
-           "docker / Kubernetes timestamps are tolerated. Without LOG, standard input is read.\n\n"
-           "options:\n"
-           "  --list             print the signature catalogue and exit\n"
-           "  --catalog FILE     signature catalogue (default: $HBMCTL_CATALOG, then the installed\n"
-           "                     share/hbmctl/signatures.json, then the source tree's data/)\n"
-           "  --live             check the host now (default when a device backend is available;\n"
-           "                     without one, host facts still answer port/process checks)\n"
-           "  --no-live          only read the log\n" CLI_COMMON_HELP
-           "  -h, --help         this help\n\n"
-           "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line named)\n");
-}
+static const char about[] =
+    "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA,\n"
+    "NCCL) and, for each known failure, prints the first line that shows it (with its line\n"
+    "number and how often it repeats), the cause, what the numbers in it mean, the remedies\n"
+    "in the order to try, and what this host shows now. Logs are streamed (any size); ANSI\n"
+    "colours and docker / Kubernetes timestamps are tolerated. Without LOG, standard input\n"
+    "is read.\n";
 
 /* Prints text wrapped to WIDTH with the given indent (first line after `lead`). */
 static void wrap(const char *lead, int indent, const char *text)
@@ -197,7 +184,7 @@ static void print_report(const char *path, const hbm_explain_report *rep, const 
         wrap("note: ", 0, live_note);
 }
 
-typedef enum { LIVE_AUTO, LIVE_ON, LIVE_OFF } live_mode;
+typedef enum { LIVE_AUTO, LIVE_ON, LIVE_OFF } live_mode; /* --live, --no-live: the later wins */
 
 /* Observes the host for the live checks; returns the source text or NULL (with a note). */
 static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *obs,
@@ -236,38 +223,39 @@ static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *ob
 
 int cmd_explain(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"list", no_argument, NULL, OPT_LIST},
-        {"catalog", required_argument, NULL, OPT_CATALOG},
-        {"live", no_argument, NULL, OPT_LIVE},
-        {"no-live", no_argument, NULL, OPT_NO_LIVE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     cli_common c;
     cli_common_init(&c);
     bool list = false;
+    int mode = LIVE_AUTO;
     const char *catalog = NULL;
-    live_mode mode = LIVE_AUTO;
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        switch (opt) {
-        case OPT_LIST: list = true; break;
-        case OPT_CATALOG: catalog = optarg; break;
-        case OPT_LIVE: mode = LIVE_ON; break;
-        case OPT_NO_LIVE: mode = LIVE_OFF; break;
-        case 'h': help(); return CLI_EXIT_OK;
-        default: return cli_usage_error("explain");
-        }
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_FLAG, "list", 0, NULL, &list, "print the signature catalogue and exit"),
+        CLI_OPT(CLI_STRING, "catalog", 0, "FILE", &catalog,
+                "signature catalogue (default: $HBMCTL_CATALOG, then the installed\n"
+                "share/hbmctl/signatures.json, then the source tree's data/)"),
+        CLI_OPT(CLI_FLAG, "live", 0, NULL, &mode,
+                "check the host now (default when a device backend is available;\n"
+                "without one, host facts still answer port/process checks)", .value = LIVE_ON),
+        CLI_OPT(CLI_FLAG, "no-live", 0, NULL, &mode, "only read the log", .value = LIVE_OFF),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "explain", .usage = "[OPTIONS] [LOG|-]", .about = about, .opts = opts,
+        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
+        .exits = "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line "
+                 "named)\n",
+    };
+    cli_args args;
+    int rc = cli_parse(&spec, argc, argv, &args);
+    if (rc == CLI_CONTINUE && args.nargs > 1) {
+        cli_errorf("explain: one log at a time (got %d)", args.nargs);
+        rc = CLI_EXIT_ERROR;
     }
-    if (argc - optind > 1) {
-        cli_errorf("explain: one log at a time (got %d)", argc - optind);
-        return CLI_EXIT_ERROR;
-    }
+    const char *log = args.nargs ? args.args[0] : NULL;
+    cli_args_free(&args);
+    if (rc != CLI_CONTINUE)
+        return rc;
     hbm_err err = {{0}};
     char *cat_path = NULL;
     const char *origin = NULL;
@@ -284,8 +272,8 @@ int cmd_explain(int argc, char **argv)
         hbm_explain_catalog_free(cat);
         return CLI_EXIT_OK;
     }
-    const char *path = optind < argc ? argv[optind] : "-";
-    if (strcmp(path, "-") == 0 && optind >= argc && isatty(STDIN_FILENO)) {
+    const char *path = log ? log : "-";
+    if (!log && isatty(STDIN_FILENO)) {
         cli_errorf("explain: give a LOG file, or - to read standard input");
         free(cat_path);
         hbm_explain_catalog_free(cat);
@@ -323,7 +311,7 @@ int cmd_explain(int argc, char **argv)
     } else {
         print_report(path, &rep, note[0] ? note : NULL);
     }
-    int rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
     hbm_explain_report_free(&rep);
     free(cat_path);
     hbm_explain_catalog_free(cat);

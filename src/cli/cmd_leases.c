@@ -6,47 +6,34 @@
 #include "cli.h"
 #include "hbm/lease.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: hbmctl leases [--lease-dir DIR] [--all] [--json]\n\n"
-               "Lists device leases (taken by `pick --lease` and `run --devices`) with their\n"
-               "holder. A lease ends when its holder exits; `hbmctl release NAME` ends one.\n\n"
-               "options:\n"
-               "  --lease-dir DIR    default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR "\n"
-               "  --all              also list lease files nobody holds\n"
-               "  --json             {\"dir\", \"leases\": [{\"device\",\"name\",\"pid\","
-               "\"hold_pid\",\"since\",\"held\"}]}\n"
-               "  -h, --help         this text\n\n"
-               "HOLDER is the process that keeps the lock; HOLD-PID the one whose exit ends it.\n"
-               "exit: 0 listed (also when no lease is held or the directory does not exist),\n"
-               "      2 the directory cannot be read\n");
-}
-
 int cmd_leases(int argc, char **argv)
 {
     const char *dir_opt = NULL;
-    bool all = false, json = false;
-    enum { OPT_DIR = CLI_OPT_FIRST_FREE, OPT_ALL };
-    static const struct option longopts[] = {
-        {"lease-dir", required_argument, NULL, OPT_DIR},
-        {"all", no_argument, NULL, OPT_ALL},
-        {"json", no_argument, NULL, CLI_OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    bool all = false;
+    cli_common c;
+    cli_common_init(&c);
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &dir_opt,
+                "default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR),
+        CLI_OPT(CLI_FLAG, "all", 0, NULL, &all, "also list lease files nobody holds"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
     };
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h': usage(stdout); return CLI_EXIT_OK;
-        case OPT_DIR: dir_opt = optarg; break;
-        case OPT_ALL: all = true; break;
-        case CLI_OPT_JSON: json = true; break;
-        default: return cli_usage_error("leases");
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("leases");
+    const cli_spec spec = {
+        .cmd = "leases", .usage = "[--lease-dir DIR] [--all] [--json]",
+        .about = "Lists device leases (taken by `pick --lease` and `run --devices`) with their\n"
+                 "holder. A lease ends when its holder exits; `hbmctl release NAME` ends one.\n",
+        .opts = opts, .groups = CLI_G_JSON, .common = &c,
+        .json_help = "{\"dir\", \"leases\": [{\"device\",\"name\",\"pid\",\"hold_pid\","
+                     "\"since\",\"held\"}]}",
+        .exits = "HOLDER is the process that keeps the lock; HOLD-PID the one whose exit ends it.\n"
+                 "exit: 0 listed (also when no lease is held or the directory does not exist),\n"
+                 "      2 the directory cannot be read\n",
+    };
+    int rc = cli_parse_options(&spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    bool json = c.json;
     const char *dir = hbm_lease_dir(dir_opt);
     hbm_lease_info *ls;
     size_t n;

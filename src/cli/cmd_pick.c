@@ -8,31 +8,19 @@
 #include "cli_findings.h"
 #include "hbm/lease.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: hbmctl pick N [OPTIONS]\n\n"
-            "Chooses N FREE devices, preferring one interconnect domain (HCCS, NVLink) and the\n"
-            "fewest hops, and prints the visible-device variable (logic ids on Ascend,\n"
-            "indexes on NVIDIA). Says why each other device was refused.\n\n"
-            "options:\n"
-            "  --min-free SIZE    refuse devices with less free memory (e.g. 30GiB)\n"
-            "  --format F         env (default): ASCEND_RT_VISIBLE_DEVICES=0,1\n"
-            "                     list: 0,1    json: {\"devices\",\"env\",\"refused\",\n"
-            "                     \"placement\",\"lease\"} (docs/doctor.md)\n"
-            "  --lease NAME       take an exclusive lease on each device: a small holder\n"
-            "                     process keeps it until --hold-pid exits\n"
-            "  --hold-pid PID     the process whose exit ends the lease (default: the caller,\n"
-            "                     i.e. pick's parent; from a pipeline or subshell pass $$)\n"
-            "  --lease-dir DIR    lease files (default $HBMCTL_LEASE_DIR, else "
-            HBM_LEASE_DEFAULT_DIR ");\n"
-            "                     made mode 1777 with files 0666 so every user shares it\n"
-            CLI_COMMON_HELP "  -h, --help         this text\n\n"
-            "exit: 0 chosen (and leased), 1 fewer than N devices qualify (each refusal on\n"
-            "      stderr; nothing is leased), 2 could not look, bad usage, or the lease\n"
-            "      directory cannot be used (the message says who owns it)\n"
-            "example: eval \"$(hbmctl pick 2 --lease web)\" && vllm serve ... -tp 2\n");
-}
+static const char about[] =
+    "Chooses N FREE devices, preferring one interconnect domain (HCCS, NVLink) and the\n"
+    "fewest hops, and prints the visible-device variable (logic ids on Ascend,\n"
+    "indexes on NVIDIA). Says why each other device was refused.\n";
+
+static const char exits[] =
+    "exit: 0 chosen (and leased), 1 fewer than N devices qualify (each refusal on\n"
+    "      stderr; nothing is leased), 2 could not look, bad usage, or the lease\n"
+    "      directory cannot be used (the message says who owns it)\n"
+    "example: eval \"$(hbmctl pick 2 --lease web)\" && vllm serve ... -tp 2\n";
+
+static const char *const formats[] = {"env", "list", "json", NULL};
+enum { FORMAT_ENV, FORMAT_LIST, FORMAT_JSON };
 
 static json_t *result_json(const hbm_pick_result *r, const char *lease, int holder,
                            int hold_pid, const char *dir)
@@ -78,66 +66,50 @@ int cmd_pick(int argc, char **argv)
     cli_common c;
     cli_common_init(&c);
     hbm_pick_opts po = {.min_free_bytes = HBM_UNKNOWN};
-    const char *format = "env", *lease_dir_opt = NULL;
+    const char *lease_dir_opt = NULL;
+    int format = FORMAT_ENV;
     long hold_pid = 0;
-    enum { OPT_MIN_FREE = CLI_OPT_FIRST_FREE, OPT_FORMAT, OPT_LEASE, OPT_HOLD, OPT_DIR };
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"min-free", required_argument, NULL, OPT_MIN_FREE},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"lease", required_argument, NULL, OPT_LEASE},
-        {"hold-pid", required_argument, NULL, OPT_HOLD},
-        {"lease-dir", required_argument, NULL, OPT_DIR},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_SIZE, "min-free", 0, "SIZE", &po.min_free_bytes,
+                "refuse devices with less free memory (e.g. 30GiB)"),
+        CLI_OPT(CLI_ENUM, "format", 0, "F", &format,
+                "env (default): ASCEND_RT_VISIBLE_DEVICES=0,1\n"
+                "list: 0,1    json: {\"devices\",\"env\",\"refused\",\n"
+                "\"placement\",\"lease\"} (docs/doctor.md)", .choices = formats),
+        CLI_OPT(CLI_STRING, "lease", 0, "NAME", &po.lease_name,
+                "take an exclusive lease on each device: a small holder\n"
+                "process keeps it until --hold-pid exits"),
+        CLI_OPT(CLI_COUNT, "hold-pid", 0, "PID", &hold_pid,
+                "the process whose exit ends the lease (default: the caller,\n"
+                "i.e. pick's parent; from a pipeline or subshell pass $$)", .min = 1,
+                .max = 0x3fffffff, .why = "not a process id"),
+        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &lease_dir_opt,
+                "lease files (default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR ");\n"
+                "made mode 1777 with files 0666 so every user shares it"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
     };
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        hbm_err err = {{0}};
-        char *end;
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        case OPT_MIN_FREE:
-            if (hbm_parse_size(optarg, &po.min_free_bytes, &err) < 0) {
-                cli_errorf("--min-free: %s", err.msg);
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "env") && strcmp(optarg, "list") && strcmp(optarg, "json")) {
-                cli_errorf("--format: '%s' is not env, list or json", optarg);
-                return CLI_EXIT_ERROR;
-            }
-            format = optarg;
-            break;
-        case OPT_LEASE: po.lease_name = optarg; break;
-        case OPT_HOLD:
-            hold_pid = strtol(optarg, &end, 10);
-            if (*end || hold_pid <= 0 || hold_pid > 0x3fffffff) {
-                cli_errorf("--hold-pid: '%s' is not a process id", optarg);
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_DIR: lease_dir_opt = optarg; break;
-        default:
-            return cli_usage_error("pick");
-        }
-    }
+    const cli_spec spec = {
+        .cmd = "pick", .usage = "N [OPTIONS]", .about = about, .opts = opts,
+        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .exits = exits, .max_args = 1,
+    };
+    cli_args args;
+    int prc = cli_parse(&spec, argc, argv, &args);
+    const char *count = args.nargs == 1 ? args.args[0] : NULL;
+    cli_args_free(&args);
+    if (prc != CLI_CONTINUE)
+        return prc;
     if (c.json)
-        format = "json";
-    if (optind + 1 != argc) {
+        format = FORMAT_JSON;
+    if (!count) {
         cli_errorf("pick needs one argument: the number of devices");
-        return cli_usage_error("pick");
+        fprintf(stderr, "hbmctl pick: see 'hbmctl pick --help'\n");
+        return CLI_EXIT_ERROR;
     }
     char *end;
-    long n = strtol(argv[optind], &end, 10);
+    long n = strtol(count, &end, 10);
     if (*end || n < 1 || n > 4096) {
-        cli_errorf("pick: '%s' is not a device count", argv[optind]);
+        cli_errorf("pick: '%s' is not a device count", count);
         return CLI_EXIT_ERROR;
     }
     po.n = (size_t)n;
@@ -171,11 +143,11 @@ int cmd_pick(int argc, char **argv)
             return CLI_EXIT_ERROR;
         }
     }
-    bool json = strcmp(format, "json") == 0;
+    bool json = format == FORMAT_JSON;
     if (json) {
         cli_json_out(result_json(&r, po.lease_name, (int)holder, (int)hold_pid, dir));
     } else if (rc == 0) {
-        if (strcmp(format, "env") == 0)
+        if (format == FORMAT_ENV)
             printf("%s=%s\n", r.env_name, r.env_value);
         else
             printf("%s\n", r.env_value);

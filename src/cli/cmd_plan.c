@@ -10,43 +10,19 @@
 #include "cli.h"
 #include "hbm/plan.h"
 
-static void plan_help(void)
-{
-    printf(
-        "usage: hbmctl plan MODEL_DIR|config.json [OPTIONS] [vLLM FLAGS] [-- vllm serve ...]\n"
-        "\n"
-        "Predicts what vLLM (V1 engine, or vllm-ascend) does with device memory at start-up:\n"
-        "weights, peak activation, non-torch and graph memory, KV cache, tokens, blocks and\n"
-        "concurrency per rank, and whether it starts, in vLLM's own words. When it does not,\n"
-        "prints the changes that make it fit, best first, each with a ready flag line.\n"
-        "\n"
-        "device:\n"
-        "  --device NAME      a known device (910B1..910B4, 910, 310P3, A100-40G, A100-80G,\n"
-        "                     H100-80G, H200, H20, L40S, 4090, 3090, A10; --list-devices)\n"
-        "  --device auto      the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
-        "                     ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"
-        "                     memory and holders\n"
-        "  --mem SIZE         total memory as the framework sees it (e.g. 43.24GiB)\n"
-        "  --free SIZE        free memory at start-up (default: all of it, or live)\n"
-        "  --platform P       cuda or ascend (with --mem; default cuda)\n"
-        "  --vllm-version V   rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
-        "                     on Ascend; others are refused; default the newest\n"
-        "  --list-devices     print the device table and exit\n"
-        "  --list-flags       print the vLLM flags accepted before '--' and what each does here\n"
-        "\n"
-        "vLLM flags (same names, same defaults as vLLM for that version and device):\n"
-        "  --tensor-parallel-size --pipeline-parallel-size --gpu-memory-utilization\n"
-        "  --max-model-len --max-num-seqs --max-num-batched-tokens --kv-cache-dtype\n"
-        "  --block-size --quantization --dtype --enforce-eager --kv-cache-memory-bytes\n"
-        "  Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
-        "  is an error (exit 2) naming the nearest known one. After '--', a whole\n"
-        "  'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n"
-        "\n"
-        "output:\n" CLI_COMMON_HELP
-        "\n"
-        "exit: 0 vLLM starts, 1 it does not (the reasons and fixes are printed),\n"
-        "      2 could not look (unreadable model or safetensors header, bad flag, no device)\n");
-}
+static const char about[] =
+    "Predicts what vLLM (V1 engine, or vllm-ascend) does with device memory at start-up:\n"
+    "weights, peak activation, non-torch and graph memory, KV cache, tokens, blocks and\n"
+    "concurrency per rank, and whether it starts, in vLLM's own words. When it does not,\n"
+    "prints the changes that make it fit, best first, each with a ready flag line.\n";
+
+static const char vllm_flags[] =
+    "--tensor-parallel-size --pipeline-parallel-size --gpu-memory-utilization\n"
+    "--max-model-len --max-num-seqs --max-num-batched-tokens --kv-cache-dtype\n"
+    "--block-size --quantization --dtype --enforce-eager --kv-cache-memory-bytes\n"
+    "Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
+    "is an error (exit 2) naming the nearest known one. After '--', a whole\n"
+    "'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n";
 
 static void list_devices(void)
 {
@@ -200,13 +176,6 @@ fail:
     return -1;
 }
 
-/* hbmctl's own options (the first OWN_WITH_VALUE take a value), also for suggestions */
-#define OWN_WITH_VALUE 8
-static const char *const own_options[] = {"--device", "--mem", "--free", "--platform",
-                                          "--vllm-version", "--snapshot", "--backend", "--root",
-                                          "--json", "--help", "--list-devices", "--list-flags",
-                                          NULL};
-
 static void list_flags(void)
 {
     size_t n;
@@ -226,174 +195,192 @@ static bool is_value(const char *w)
     return w && strcmp(w, "--") && (w[0] != '-' || !w[1] || isdigit((unsigned char)w[1]));
 }
 
-int cmd_plan(int argc, char **argv)
+/* The vLLM flags among plan's own options, in order, read later as `serve ...`. */
+typedef struct vllm_words {
+    char **w;
+    int n;
+    const char **own; /* plan's own option names, for suggestions */
+} vllm_words;
+
+/* An option not in plan's table: a vLLM flag the planner knows (and its value), else an
+ * error; a typo must not pass silently. */
+static int vllm_flag(void *ctx, char **words, int nwords)
 {
+    vllm_words *v = ctx;
+    const char *a = words[0], *next = nwords > 1 ? words[1] : NULL;
+    bool attached;
+    const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
+    if (!fl) {
+        const char *near = hbm_plan_flag_suggest(a, v->own);
+        cli_errorf("plan: unknown option \"%s\"%s%s%s; vLLM flags the planner does not "
+                   "know go after '--' (hbmctl plan --list-flags)",
+                   a, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+        return -1;
+    }
+    v->w[v->n++] = words[0];
+    if (fl->value && !attached && is_value(next)) {
+        v->w[v->n++] = words[1];
+        return 2;
+    }
+    return 1;
+}
+
+static const char *const platforms[] = {"cuda", "gpu", "ascend", "npu", NULL};
+
+/* What plan's own options ask. */
+typedef struct plan_args {
     cli_common cc;
-    cli_common_init(&cc);
-    hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    const char *device = NULL, *mem = NULL, *freemem = NULL, *platform = NULL;
-    /* plan's own options are taken out; the rest are vLLM flags, read as `serve ...` */
-    char **rest = hbm_xcalloc((size_t)argc + 2, sizeof *rest);
-    int nrest = 0, dash = -1;
-    rest[nrest++] = "serve";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--")) {
-            dash = i + 1;
-            break;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            plan_help();
-            free(rest);
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(a, "--list-flags")) {
-            list_flags();
-            free(rest);
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(a, "--list-devices")) {
-            list_devices();
-            free(rest);
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(a, "--json")) {
-            cc.json = true;
-            continue;
-        }
-        bool taken = false;
-        for (size_t k = 0; k < OWN_WITH_VALUE && !taken; k++) {
-            size_t l = strlen(own_options[k]);
-            const char *v = NULL;
-            if (!strcmp(a, own_options[k]))
-                v = next;
-            else if (!strncmp(a, own_options[k], l) && a[l] == '=')
-                v = a + l + 1;
-            else
-                continue;
-            taken = true;
-            if (!v) {
-                cli_errorf("%s needs a value", own_options[k]);
-                free(rest);
-                return cli_usage_error("plan");
-            }
-            if (v == next)
-                i++;
-            switch (k) {
-            case 0: device = v; break;
-            case 1: mem = v; break;
-            case 2: freemem = v; break;
-            case 3: platform = v; break;
-            case 4: in.vllm_version = v; break;
-            case 5: cc.src.snapshot = v; break;
-            case 6: cc.src.backend = v; break;
-            case 7: cc.src.root = v; break;
-            }
-        }
-        if (taken)
-            continue;
-        if (a[0] == '-' && a[1]) {
-            /* before '--' only flags the planner knows: a typo must not pass silently */
-            bool attached;
-            const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
-            if (!fl) {
-                const char *near = hbm_plan_flag_suggest(a, own_options);
-                cli_errorf("plan: unknown option \"%s\"%s%s%s; vLLM flags the planner does not "
-                           "know go after '--' (hbmctl plan --list-flags)",
-                           a, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
-                free(rest);
-                return CLI_EXIT_ERROR;
-            }
-            rest[nrest++] = argv[i];
-            if (fl->value && !attached && is_value(next))
-                rest[nrest++] = argv[++i];
-            continue;
-        }
-        rest[nrest++] = argv[i];
-    }
+    const char *device;
+    int64_t mem, free;
+    int platform; /* index in platforms, -1 when not given */
+    bool list_devices, list_flags;
+} plan_args;
+
+/* Parses argv into a and in (the vLLM flags, the model, a whole `vllm serve` line after
+ * '--'). Returns CLI_CONTINUE or the exit code. */
+static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
+{
+    cli_common_init(&a->cc);
+    const cli_opt opts[] = {
+        CLI_HEAD("device"),
+        CLI_OPT(CLI_STRING, "device", 0, "NAME", &a->device,
+                "a known device (910B1..910B4, 910, 310P3, A100-40G, A100-80G,\n"
+                "H100-80G, H200, H20, L40S, 4090, 3090, A10; --list-devices)"),
+        CLI_FORM("--device auto",
+                 "the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
+                 "ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"
+                 "memory and holders"),
+        CLI_OPT(CLI_SIZE, "mem", 0, "SIZE", &a->mem,
+                "total memory as the framework sees it (e.g. 43.24GiB)", .min = 1,
+                .why = "must be positive"),
+        CLI_OPT(CLI_SIZE, "free", 0, "SIZE", &a->free,
+                "free memory at start-up (default: all of it, or live)"),
+        CLI_OPT(CLI_ENUM, "platform", 0, "P", &a->platform,
+                "cuda or ascend (with --mem; default cuda)", .choices = platforms,
+                .words = "cuda ascend"),
+        CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
+                "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
+                "on Ascend; others are refused; default the newest"),
+        CLI_OPT(CLI_FLAG, "list-devices", 0, NULL, &a->list_devices,
+                "print the device table and exit"),
+        CLI_OPT(CLI_FLAG, "list-flags", 0, NULL, &a->list_flags,
+                "print the vLLM flags accepted before '--' and what each does here"),
+        CLI_HEAD("vLLM flags (same names, same defaults as vLLM for that version and device)"),
+        CLI_TEXT(vllm_flags),
+        CLI_HEAD("output"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    vllm_words v = {hbm_xcalloc((size_t)argc + 2, sizeof *v.w), 0, NULL};
+    v.w[v.n++] = "serve";
+    cli_spec spec = {
+        .cmd = "plan", .usage = "MODEL_DIR|config.json [OPTIONS] [vLLM FLAGS] [-- vllm serve ...]",
+        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->cc,
+        .exits = "exit: 0 vLLM starts, 1 it does not (the reasons and fixes are printed),\n"
+                 "      2 could not look (unreadable model or safetensors header, bad flag, no "
+                 "device)\n",
+        .max_args = -1, .unknown = vllm_flag, .unknown_ctx = &v,
+    };
+    v.own = cli_opt_names(&spec);
+    cli_args args;
+    int rc = cli_parse(&spec, argc, argv, &args);
+    int before = args.dash >= 0 ? args.dash : args.nargs;
+    for (int i = 0; i < before; i++)
+        v.w[v.n++] = args.args[i];
     hbm_err err = {{0}};
-    int rc = CLI_EXIT_ERROR;
-    hbm_plan_holder *holders = NULL;
-    int64_t *ids = NULL;
-    char *visible = NULL;
-    hbm_plan_result res;
-    memset(&res, 0, sizeof res);
-    char live_name[64] = "";
-    if (hbm_plan_args_from_argv(&in, nrest, rest, &err) < 0 ||
-        (dash > 0 && hbm_plan_args_from_argv(&in, argc - dash, argv + dash, &err) < 0)) {
+    if (rc == CLI_CONTINUE && a->list_flags) {
+        list_flags();
+        rc = CLI_EXIT_OK;
+    } else if (rc == CLI_CONTINUE && a->list_devices) {
+        list_devices();
+        rc = CLI_EXIT_OK;
+    } else if (rc == CLI_CONTINUE &&
+               (hbm_plan_args_from_argv(in, v.n, v.w, &err) < 0 ||
+                (args.dash >= 0 &&
+                 hbm_plan_args_from_argv(in, args.nargs - args.dash, args.args + args.dash,
+                                         &err) < 0))) {
         cli_errorf("%s", err.msg);
-        goto out;
+        rc = CLI_EXIT_ERROR;
     }
-    if (!in.model_path) {
-        cli_errorf("plan: give a model directory or config.json (see hbmctl plan --help)");
-        goto out;
-    }
-    if (platform) {
-        if (!strcmp(platform, "ascend") || !strcmp(platform, "npu"))
-            in.platform = HBM_PLAN_PLATFORM_ASCEND;
-        else if (!strcmp(platform, "cuda") || !strcmp(platform, "gpu"))
-            in.platform = HBM_PLAN_PLATFORM_CUDA;
-        else {
-            cli_errorf("--platform: \"%s\" is not cuda or ascend", platform);
-            goto out;
-        }
-    }
-    if (device && !strcmp(device, "auto")) {
-        int64_t n = (in.tensor_parallel_size > 0 ? in.tensor_parallel_size : 1) *
-                    (in.pipeline_parallel_size > 0 ? in.pipeline_parallel_size : 1);
-        if (live_device(&cc, n, &in, &holders, &ids, &visible, live_name, sizeof live_name) < 0)
-            goto out;
-        in.device_name = live_name;
-    } else if (device) {
-        const hbm_plan_device *d = hbm_plan_device_find(device);
+    free(v.w);
+    free(v.own);
+    cli_args_free(&args);
+    return rc;
+}
+
+/* The device memory to plan against: from the table, the live host, or --mem/--free. */
+static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **holders,
+                         int64_t **ids, char **visible, char *live_name, size_t namelen)
+{
+    if (a->platform >= 0)
+        in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
+    if (a->device && !strcmp(a->device, "auto")) {
+        int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
+                    (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
+        if (live_device(&a->cc, n, in, holders, ids, visible, live_name, namelen) < 0)
+            return -1;
+        in->device_name = live_name;
+    } else if (a->device) {
+        const hbm_plan_device *d = hbm_plan_device_find(a->device);
         if (!d) {
             cli_errorf("--device: \"%s\" is not in the device table (hbmctl plan "
                        "--list-devices); use --mem SIZE for others",
-                       device);
-            goto out;
+                       a->device);
+            return -1;
         }
-        in.device_name = d->name;
-        in.mem_total_bytes = d->total_bytes;
-        in.large_device = d->large_class;
-        if (!platform)
-            in.platform = d->platform;
+        in->device_name = d->name;
+        in->mem_total_bytes = d->total_bytes;
+        in->large_device = d->large_class;
+        if (a->platform < 0)
+            in->platform = d->platform;
     }
-    if (mem) {
-        int64_t b;
-        if (hbm_parse_size(mem, &b, &err) < 0 || b <= 0) {
-            cli_errorf("--mem: %s", b <= 0 && !err.msg[0] ? "must be positive" : err.msg);
-            goto out;
-        }
-        in.mem_total_bytes = b;
-        if (!device)
-            in.large_device = b >= 70 * HBM_GIB;
+    if (a->mem != HBM_UNKNOWN) {
+        in->mem_total_bytes = a->mem;
+        if (!a->device)
+            in->large_device = a->mem >= 70 * HBM_GIB;
     }
-    if (freemem) {
-        int64_t b;
-        if (hbm_parse_size(freemem, &b, &err) < 0) {
-            cli_errorf("--free: %s", err.msg);
-            goto out;
-        }
-        in.mem_free_bytes = b;
-    }
-    if (in.platform == HBM_PLAN_PLATFORM_UNKNOWN)
-        in.platform = HBM_PLAN_PLATFORM_CUDA;
-    if (in.mem_total_bytes <= 0) {
+    if (a->free != HBM_UNKNOWN)
+        in->mem_free_bytes = a->free;
+    if (in->platform == HBM_PLAN_PLATFORM_UNKNOWN)
+        in->platform = HBM_PLAN_PLATFORM_CUDA;
+    if (in->mem_total_bytes <= 0) {
         cli_errorf("plan: which device? give --device NAME, --device auto or --mem SIZE");
-        goto out;
+        return -1;
     }
-    if (in.mem_free_bytes > in.mem_total_bytes) {
+    if (in->mem_free_bytes > in->mem_total_bytes) {
         cli_errorf("--free: %lld bytes is more than the device's %lld",
-                   (long long)in.mem_free_bytes, (long long)in.mem_total_bytes);
-        goto out;
+                   (long long)in->mem_free_bytes, (long long)in->mem_total_bytes);
+        return -1;
     }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    plan_args a = {.mem = HBM_UNKNOWN, .free = HBM_UNKNOWN, .platform = -1};
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    int rc = parse(&a, &in, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (!in.model_path) {
+        cli_errorf("plan: give a model directory or config.json (see hbmctl plan --help)");
+        return CLI_EXIT_ERROR;
+    }
+    rc = CLI_EXIT_ERROR;
+    hbm_plan_holder *holders = NULL;
+    int64_t *ids = NULL;
+    char *visible = NULL, live_name[64] = "";
+    hbm_plan_result res;
+    memset(&res, 0, sizeof res);
+    hbm_err err = {{0}};
+    if (choose_device(&a, &in, &holders, &ids, &visible, live_name, sizeof live_name) < 0)
+        goto out;
     if (hbm_plan_run(&in, &res, &err) < 0) {
         cli_errorf("%s", err.msg);
         goto out;
     }
-    if (cc.json) {
+    if (a.cc.json) {
         cli_json_out(hbm_plan_result_to_json(&res));
     } else {
         char *text = hbm_plan_result_text(&res, 100, cli_color(stdout));
@@ -406,6 +393,5 @@ out:
     free(holders);
     free(ids);
     free(visible);
-    free(rest);
     return rc;
 }

@@ -12,44 +12,11 @@
 #include "hbm/http.h"
 #include "hbm/watch.h"
 
-#define MAX_DEVICES 64
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: hbmctl probe [--max-mem PCT|SIZE] [--device ID]... [--url URL] [OPTIONS]\n\n"
-            "Checks device health, device memory against a limit and, optionally, that an\n"
-            "HTTP endpoint answers 2xx. Prints one line that says why. Meant for Kubernetes\n"
-            "exec probes:  livenessProbe: {exec: {command: [hbmctl, probe, --max-mem, 90%%,\n"
-            "--url, http://127.0.0.1:8000/health]}}\n\n"
-            "options:\n"
-            "  --max-mem PCT|SIZE  unhealthy when a checked device uses more (80%%, 0.8, "
-            "60GiB)\n"
-            "  --device ID         check only this device (logic id on Ascend, index on "
-            "NVIDIA);\n"
-            "                      repeat for several; default every device\n"
-            "  --url URL           unhealthy unless a GET answers 2xx within --timeout\n"
-            "  --timeout DUR       HTTP time limit (default 2s)\n"
-            "  --deadline DUR      give up on everything after this (default 10s): exit 2\n"
-            "  --no-devices        check only the URL (no driver query)\n"
-            "  --json              {\"status\", \"exit\", \"reason\", \"checks\": [...]}\n"
-            "  --snapshot FILE     check a snapshot instead of the live devices\n"
-            "  --backend NAME      auto, nvml, dcmi, npu-smi, snapshot (default auto)\n"
-            "  --root DIR          read /proc, /sys and /dev under DIR (tests; env "
-            "HBMCTL_ROOT)\n"
-            "  -h, --help          this text\n\n"
-            "exit: 0 healthy, 1 unhealthy, 2 could not check (no backend, unknown device,\n"
-            "      memory not reported, bad option, deadline passed)\n");
-}
-
-enum {
-    OPT_MAX_MEM = CLI_OPT_FIRST_FREE,
-    OPT_DEVICE,
-    OPT_URL,
-    OPT_TIMEOUT,
-    OPT_DEADLINE,
-    OPT_NO_DEVICES,
-};
+static const char about[] =
+    "Checks device health, device memory against a limit and, optionally, that an\n"
+    "HTTP endpoint answers 2xx. Prints one line that says why. Meant for Kubernetes\n"
+    "exec probes:  livenessProbe: {exec: {command: [hbmctl, probe, --max-mem, 90%,\n"
+    "--url, http://127.0.0.1:8000/health]}}\n";
 
 enum { PR_OK = 0, PR_BAD = 1, PR_UNKNOWN = 2 };
 
@@ -190,77 +157,43 @@ static void check_url(probe *p, const char *url, double timeout)
 
 int cmd_probe(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"max-mem", required_argument, NULL, OPT_MAX_MEM},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"url", required_argument, NULL, OPT_URL},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"deadline", required_argument, NULL, OPT_DEADLINE},
-        {"no-devices", no_argument, NULL, OPT_NO_DEVICES},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
     cli_common common;
     cli_common_init(&common);
-    int64_t max_bytes = HBM_UNKNOWN;
-    double max_ratio = NAN, timeout = 2, deadline = 10;
-    int64_t devices[MAX_DEVICES];
-    size_t ndevices = 0;
+    cli_limit max = {HBM_UNKNOWN, NAN};
+    double timeout = 2, deadline = 10;
+    cli_devices devices = {{0}, 0};
     const char *url = NULL;
     bool no_devices = false;
-    hbm_err err = {{0}};
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&common, opt, optarg))
-            continue;
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        case OPT_MAX_MEM:
-            if (hbm_watch_parse_limit(optarg, &max_bytes, &max_ratio, &err) < 0) {
-                printf("hbmctl probe: could not check: --max-mem: %s\n", err.msg);
-                return PR_UNKNOWN;
-            }
-            break;
-        case OPT_DEVICE: {
-            char *end;
-            long long v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 0 || ndevices == MAX_DEVICES) {
-                printf("hbmctl probe: could not check: --device %s: want a device id "
-                       "(logic id on Ascend, index on NVIDIA)\n", optarg);
-                return PR_UNKNOWN;
-            }
-            devices[ndevices++] = v;
-            break;
-        }
-        case OPT_URL:
-            url = optarg;
-            break;
-        case OPT_TIMEOUT:
-        case OPT_DEADLINE: {
-            double *dst = opt == OPT_TIMEOUT ? &timeout : &deadline;
-            if (hbm_parse_duration(optarg, dst, &err) < 0 || *dst <= 0) {
-                printf("hbmctl probe: could not check: --%s %s: %s\n",
-                       opt == OPT_TIMEOUT ? "timeout" : "deadline", optarg,
-                       err.msg[0] ? err.msg : "must be above 0");
-                return PR_UNKNOWN;
-            }
-            break;
-        }
-        case OPT_NO_DEVICES:
-            no_devices = true;
-            break;
-        default:
-            return cli_usage_error("probe");
-        }
-    }
-    if (optind < argc) {
-        printf("hbmctl probe: could not check: unexpected argument '%s'\n", argv[optind]);
-        return PR_UNKNOWN;
-    }
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_CALL, "max-mem", 0, "PCT|SIZE", &max,
+                "unhealthy when a checked device uses more (80%, 0.8, 60GiB)", .fn = cli_read_limit,
+                .words = "80% 90% 95%"),
+        CLI_OPT(CLI_DEVICES, "device", 0, "ID", &devices,
+                "check only this device (logic id on Ascend, index on NVIDIA);\n"
+                "repeat for several; default every device"),
+        CLI_OPT(CLI_STRING, "url", 0, "URL", &url,
+                "unhealthy unless a GET answers 2xx within --timeout"),
+        CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout, "HTTP time limit (default 2s)",
+                .min = 1e-9, .why = "must be above 0"),
+        CLI_OPT(CLI_DURATION, "deadline", 0, "DUR", &deadline,
+                "give up on everything after this (default 10s): exit 2", .min = 1e-9,
+                .why = "must be above 0"),
+        CLI_OPT(CLI_FLAG, "no-devices", 0, NULL, &no_devices,
+                "check only the URL (no driver query)"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "probe", .usage = "[--max-mem PCT|SIZE] [--device ID]... [--url URL] [OPTIONS]",
+        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &common,
+        .json_help = "{\"status\", \"exit\", \"reason\", \"checks\": [...]}",
+        .snapshot_help = "check a snapshot instead of the live devices",
+        .exits = "exit: 0 healthy, 1 unhealthy, 2 could not check (no backend, unknown device,\n"
+                 "      memory not reported, bad option, deadline passed)\n",
+    };
+    int rc = cli_parse_options(&spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
     if (no_devices && !url) {
         printf("hbmctl probe: could not check: --no-devices needs --url\n");
         return PR_UNKNOWN;
@@ -270,6 +203,7 @@ int cmd_probe(int argc, char **argv)
     sigaction(SIGALRM, &sa, NULL);
     alarm((unsigned)ceil(deadline));
 
+    hbm_err err = {{0}};
     probe p = {.checks = json_array(), .worst = PR_OK};
     if (!no_devices) {
         hbm_obs obs;
@@ -279,19 +213,19 @@ int cmd_probe(int argc, char **argv)
             record(&p, "devices", PR_UNKNOWN, NULL, "%s", err.msg);
         } else if (obs.ndevs == 0) {
             record(&p, "devices", PR_UNKNOWN, NULL, "no device found (backend %s)", obs.backend);
-        } else if (ndevices == 0) {
+        } else if (devices.n == 0) {
             for (size_t i = 0; i < obs.ndevs; i++)
-                check_device(&p, &obs.devs[i], max_bytes, max_ratio);
+                check_device(&p, &obs.devs[i], max.bytes, max.ratio);
         } else {
-            for (size_t k = 0; k < ndevices; k++) {
-                hbm_device *d = hbm_obs_find_device(&obs, devices[k]);
+            for (size_t k = 0; k < devices.n; k++) {
+                hbm_device *d = hbm_obs_find_device(&obs, devices.id[k]);
                 if (!d)
                     record(&p, "devices", PR_UNKNOWN, NULL,
                            "device %lld not found (%zu device%s; ids are logic ids on Ascend, "
                            "indexes on NVIDIA)",
-                           (long long)devices[k], obs.ndevs, obs.ndevs == 1 ? "" : "s");
+                           (long long)devices.id[k], obs.ndevs, obs.ndevs == 1 ? "" : "s");
                 else
-                    check_device(&p, d, max_bytes, max_ratio);
+                    check_device(&p, d, max.bytes, max.ratio);
             }
         }
         hbm_obs_free(&obs);

@@ -18,56 +18,53 @@
 
 #define PREFIX "hbmctl run: "
 
-static void usage(FILE *f)
+static const char about[] =
+    "Runs COMMAND so that stopping it always gives the device back: hbmctl is its\n"
+    "subreaper (or PID 1), forwards signals to its process group, and on SIGTERM/SIGINT\n"
+    "or the command's exit ends every process of the tree (SIGTERM, grace, SIGKILL),\n"
+    "waits for device memory to return, removes shared memory the tree left, releases\n"
+    "its leases, prints one summary line and exits with the command's status.\n";
+
+static const char exits[] =
+    "exit: the command's status, 128+N when signal N killed it; 125 hbmctl failed\n"
+    "(bad usage, preflight refusal, no free device), 126 not executable, 127 not found.\n"
+    "Event lines go to stderr prefixed \"hbmctl run: \". Details: docs/run.md\n";
+
+static int read_restart(void *dst, const char *v, char *why, size_t n)
 {
-    fprintf(f,
-        "usage: hbmctl run [OPTIONS] -- COMMAND [ARGS...]\n\n"
-        "Runs COMMAND so that stopping it always gives the device back: hbmctl is its\n"
-        "subreaper (or PID 1), forwards signals to its process group, and on SIGTERM/SIGINT\n"
-        "or the command's exit ends every process of the tree (SIGTERM, grace, SIGKILL),\n"
-        "waits for device memory to return, removes shared memory the tree left, releases\n"
-        "its leases, prints one summary line and exits with the command's status.\n\n"
-        "before the start:\n"
-        "  --devices N|LIST       pick N free devices, or these ids (0,1  4-7  5,), lease\n"
-        "                         them and export ASCEND_RT_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES\n"
-        "  --lease-name NAME      name of the leases (default run)\n"
-        "  --expandable-segments  set PYTORCH_NPU_ALLOC_CONF/PYTORCH_CUDA_ALLOC_CONF to\n"
-        "                         expandable_segments:True unless already set otherwise\n"
-        "  --preflight MODEL_DIR  plan the launch first (serving flags from COMMAND) and\n"
-        "                         refuse to start when vLLM would fail (exit 125)\n"
-        "tree and stop:\n"
-        "  --setsid               the command in its own session (no controlling terminal)\n"
-        "  --no-cgroup            no cgroup v2 leaf even when one can be made\n"
-        "  --grace DUR            SIGTERM to SIGKILL (default 30s)\n"
-        "  --kill-timeout DUR     bound on waiting after SIGKILL (default 10s)\n"
-        "  --release-timeout DUR  bound on waiting for device memory (default 60s)\n"
-        "while running:\n"
-        "  --restart POLICY       never, on-failure, always (default never)\n"
-        "  --max-restarts N[/WIN] restart budget (default 5/1d)\n"
-        "  --backoff DUR          first restart delay, doubled each time up to 60s (default 1s)\n"
-        "  --restart-on-mem PCT   drain and restart when device memory stays above PCT\n"
-        "  --mem-window DUR       ... for this long (default 60s)\n"
-        "  --mem-interval DUR     memory sampling period (default 5s)\n"
-        "  --health-url URL       readiness wait, then periodic GET (2xx = healthy)\n"
-        "  --health-interval DUR  (default 10s)   --health-timeout DUR (default 5s)\n"
-        "  --health-retries N     failures in a row that make it unhealthy (default 3)\n"
-        "  --ready-timeout DUR    give up waiting for readiness (default: wait)\n"
-        "other:\n"
-        "  --audit-log FILE       where kills and removals are recorded\n"
-        "                         (default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH ")\n"
-        "  --backend NAME  --root DIR   how devices are observed (see hbmctl status --help)\n\n"
-        "exit: the command's status, 128+N when signal N killed it; 125 hbmctl failed\n"
-        "(bad usage, preflight refusal, no free device), 126 not executable, 127 not found.\n"
-        "Event lines go to stderr prefixed \"hbmctl run: \". Details: docs/run.md\n");
+    hbm_err err = {{0}};
+    if (hbm_run_parse_restart(v, dst, &err) < 0) {
+        snprintf(why, n, "%s", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
-enum {
-    OPT_DEVICES = CLI_OPT_FIRST_FREE, OPT_LEASE_NAME, OPT_EXPANDABLE, OPT_PREFLIGHT,
-    OPT_SETSID, OPT_NO_CGROUP, OPT_GRACE, OPT_KILL_TIMEOUT, OPT_RELEASE_TIMEOUT, OPT_RESTART,
-    OPT_MAX_RESTARTS, OPT_BACKOFF, OPT_RESTART_ON_MEM, OPT_MEM_WINDOW, OPT_MEM_INTERVAL,
-    OPT_HEALTH_URL, OPT_HEALTH_INTERVAL, OPT_HEALTH_TIMEOUT, OPT_HEALTH_RETRIES,
-    OPT_READY_TIMEOUT, OPT_AUDIT_LOG,
-};
+static int read_budget(void *dst, const char *v, char *why, size_t n)
+{
+    hbm_err err = {{0}};
+    if (hbm_run_parse_budget(v, dst, &err) < 0) {
+        snprintf(why, n, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int read_health_url(void *dst, const char *v, char *why, size_t n)
+{
+#ifndef HBM_HAVE_CURL
+    (void)dst;
+    (void)v;
+    snprintf(why, n, "this build has no libcurl, so health checks are left out (see hbmctl "
+             "--version)");
+    return -1;
+#else
+    (void)why;
+    (void)n;
+    *(const char **)dst = v;
+    return 0;
+#endif
+}
 
 typedef struct run_cli {
     const char *audit_path;
@@ -102,16 +99,6 @@ static int fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return HBM_RUN_EXIT_FAILED;
-}
-
-static int dur(const char *arg, const char *opt, double *out)
-{
-    hbm_err err;
-    if (hbm_parse_duration(arg, out, &err) < 0) {
-        fail("%s: %s", opt, err.msg);
-        return -1;
-    }
-    return 0;
 }
 
 /* The device the preflight judges: the chosen one with the least free memory, else the
@@ -258,115 +245,111 @@ static void alloc_conf(const hbm_obs *obs, bool have_obs)
     }
 }
 
+/* What the command line asks of run besides the supervisor's own options. */
+typedef struct run_args {
+    cli_common cc;
+    const char *devices, *lease_name, *model;
+    bool expandable;
+    char **cmd; /* COMMAND and its arguments: argv's NULL-terminated tail */
+    int ncmd;
+} run_args;
+
+static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **argv)
+{
+    cli_common_init(&a->cc);
+    a->lease_name = "run";
+    long retries = o->health_retries;
+    const cli_opt opts[] = {
+        CLI_HEAD("before the start"),
+        CLI_OPT(CLI_STRING, "devices", 0, "N|LIST", &a->devices,
+                "pick N free devices, or these ids (0,1  4-7  5,), lease\n"
+                "them and export ASCEND_RT_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES"),
+        CLI_OPT(CLI_STRING, "lease-name", 0, "NAME", &a->lease_name,
+                "name of the leases (default run)"),
+        CLI_OPT(CLI_FLAG, "expandable-segments", 0, NULL, &a->expandable,
+                "set PYTORCH_NPU_ALLOC_CONF/PYTORCH_CUDA_ALLOC_CONF to\n"
+                "expandable_segments:True unless already set otherwise"),
+        CLI_OPT(CLI_STRING, "preflight", 0, "MODEL_DIR", &a->model,
+                "plan the launch first (serving flags from COMMAND) and\n"
+                "refuse to start when vLLM would fail (exit 125)"),
+        CLI_HEAD("tree and stop"),
+        CLI_OPT(CLI_FLAG, "setsid", 0, NULL, &o->setsid,
+                "the command in its own session (no controlling terminal)"),
+        CLI_OPT(CLI_FLAG, "no-cgroup", 0, NULL, &o->no_cgroup,
+                "no cgroup v2 leaf even when one can be made"),
+        CLI_OPT(CLI_DURATION, "grace", 0, "DUR", &o->grace_s, "SIGTERM to SIGKILL (default 30s)"),
+        CLI_OPT(CLI_DURATION, "kill-timeout", 0, "DUR", &o->kill_wait_s,
+                "bound on waiting after SIGKILL (default 10s)"),
+        CLI_OPT(CLI_DURATION, "release-timeout", 0, "DUR", &o->release_timeout_s,
+                "bound on waiting for device memory (default 60s)"),
+        CLI_HEAD("while running"),
+        CLI_OPT(CLI_CALL, "restart", 0, "POLICY", &o->restart,
+                "never, on-failure, always (default never)", .fn = read_restart,
+                .words = "never on-failure always"),
+        CLI_OPT(CLI_CALL, "max-restarts", 0, "N[/WIN]", &o->budget,
+                "restart budget (default 5/1d)", .fn = read_budget),
+        CLI_OPT(CLI_DURATION, "backoff", 0, "DUR", &o->backoff_s,
+                "first restart delay, doubled each time up to 60s (default 1s)"),
+        CLI_OPT(CLI_RATIO, "restart-on-mem", 0, "PCT", &o->restart_on_mem,
+                "drain and restart when device memory stays above PCT",
+                .words = "80% 90% 95%"),
+        CLI_OPT(CLI_DURATION, "mem-window", 0, "DUR", &o->mem_window_s,
+                "... for this long (default 60s)"),
+        CLI_OPT(CLI_DURATION, "mem-interval", 0, "DUR", &o->mem_interval_s,
+                "memory sampling period (default 5s)", .min = 1e-9, .why = "must be positive"),
+        CLI_OPT(CLI_CALL, "health-url", 0, "URL", &o->health_url,
+                "readiness wait, then periodic GET (2xx = healthy)", .fn = read_health_url),
+        CLI_OPT(CLI_DURATION, "health-interval", 0, "DUR", &o->health_interval_s,
+                "between health checks (default 10s)"),
+        CLI_OPT(CLI_DURATION, "health-timeout", 0, "DUR", &o->health_timeout_s,
+                "one health check (default 5s)"),
+        CLI_OPT(CLI_COUNT, "health-retries", 0, "N", &retries,
+                "failures in a row that make it unhealthy (default 3)", .min = 1,
+                .max = 1000000, .why = "expected 1 or more"),
+        CLI_OPT(CLI_DURATION, "ready-timeout", 0, "DUR", &o->ready_timeout_s,
+                "give up waiting for readiness (default: wait)"),
+        CLI_HEAD("other"),
+        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &rc->audit_path,
+                "where kills and removals are recorded\n"
+                "(default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH ")"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "run", .usage = "[OPTIONS] -- COMMAND [ARGS...]", .about = about, .opts = opts,
+        .groups = CLI_G_LIVE, .common = &a->cc, .exits = exits,
+        .bad_exit = HBM_RUN_EXIT_FAILED, .max_args = -1,
+        /* options end at the first word of COMMAND, so its own flags stay its own */
+        .stop_at_arg = true,
+    };
+    cli_args args;
+    int prc = cli_parse(&spec, argc, argv, &args);
+    o->health_retries = (int)retries;
+    if (prc == CLI_CONTINUE && args.nargs == 0) {
+        cli_help(&spec, stderr);
+        prc = HBM_RUN_EXIT_FAILED;
+    }
+    if (prc == CLI_CONTINUE) {
+        a->cmd = argv + argc - args.nargs; /* with stop_at_arg the arguments are argv's tail */
+        a->ncmd = args.nargs;
+    }
+    cli_args_free(&args);
+    return prc;
+}
+
 int cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {"devices", required_argument, NULL, OPT_DEVICES},
-        {"lease-name", required_argument, NULL, OPT_LEASE_NAME},
-        {"expandable-segments", no_argument, NULL, OPT_EXPANDABLE},
-        {"preflight", required_argument, NULL, OPT_PREFLIGHT},
-        {"setsid", no_argument, NULL, OPT_SETSID},
-        {"no-cgroup", no_argument, NULL, OPT_NO_CGROUP},
-        {"grace", required_argument, NULL, OPT_GRACE},
-        {"kill-timeout", required_argument, NULL, OPT_KILL_TIMEOUT},
-        {"release-timeout", required_argument, NULL, OPT_RELEASE_TIMEOUT},
-        {"restart", required_argument, NULL, OPT_RESTART},
-        {"max-restarts", required_argument, NULL, OPT_MAX_RESTARTS},
-        {"backoff", required_argument, NULL, OPT_BACKOFF},
-        {"restart-on-mem", required_argument, NULL, OPT_RESTART_ON_MEM},
-        {"mem-window", required_argument, NULL, OPT_MEM_WINDOW},
-        {"mem-interval", required_argument, NULL, OPT_MEM_INTERVAL},
-        {"health-url", required_argument, NULL, OPT_HEALTH_URL},
-        {"health-interval", required_argument, NULL, OPT_HEALTH_INTERVAL},
-        {"health-timeout", required_argument, NULL, OPT_HEALTH_TIMEOUT},
-        {"health-retries", required_argument, NULL, OPT_HEALTH_RETRIES},
-        {"ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT},
-        {"audit-log", required_argument, NULL, OPT_AUDIT_LOG},
-        CLI_COMMON_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
     hbm_run_opts o;
     hbm_run_opts_init(&o);
-    cli_common cc;
-    cli_common_init(&cc);
     run_cli rc = {0};
-    const char *devices = NULL, *lease_name = "run", *model = NULL;
-    bool expandable = false;
+    run_args a = {0};
     hbm_err err = {{0}};
-    int opt;
-    optind = 1;
-    /* '+': options end at the first word of COMMAND, so its own flags stay its own */
-    while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h': usage(stdout); return 0;
-        case OPT_DEVICES: devices = optarg; break;
-        case OPT_LEASE_NAME: lease_name = optarg; break;
-        case OPT_EXPANDABLE: expandable = true; break;
-        case OPT_PREFLIGHT: model = optarg; break;
-        case OPT_SETSID: o.setsid = true; break;
-        case OPT_NO_CGROUP: o.no_cgroup = true; break;
-        case OPT_GRACE: if (dur(optarg, "--grace", &o.grace_s)) return 125; break;
-        case OPT_KILL_TIMEOUT: if (dur(optarg, "--kill-timeout", &o.kill_wait_s)) return 125; break;
-        case OPT_RELEASE_TIMEOUT:
-            if (dur(optarg, "--release-timeout", &o.release_timeout_s)) return 125;
-            break;
-        case OPT_RESTART:
-            if (hbm_run_parse_restart(optarg, &o.restart, &err) < 0)
-                return fail("%s", err.msg);
-            break;
-        case OPT_MAX_RESTARTS:
-            if (hbm_run_parse_budget(optarg, &o.budget, &err) < 0)
-                return fail("%s", err.msg);
-            break;
-        case OPT_BACKOFF: if (dur(optarg, "--backoff", &o.backoff_s)) return 125; break;
-        case OPT_RESTART_ON_MEM:
-            if (hbm_parse_ratio(optarg, &o.restart_on_mem, &err) < 0)
-                return fail("--restart-on-mem: %s", err.msg);
-            break;
-        case OPT_MEM_WINDOW: if (dur(optarg, "--mem-window", &o.mem_window_s)) return 125; break;
-        case OPT_MEM_INTERVAL:
-            if (dur(optarg, "--mem-interval", &o.mem_interval_s)) return 125;
-            if (o.mem_interval_s <= 0)
-                return fail("--mem-interval must be positive");
-            break;
-        case OPT_HEALTH_URL:
-#ifndef HBM_HAVE_CURL
-            return fail("--health-url: this build has no libcurl, so health checks are left "
-                        "out (see hbmctl --version)");
-#endif
-            o.health_url = optarg;
-            break;
-        case OPT_HEALTH_INTERVAL:
-            if (dur(optarg, "--health-interval", &o.health_interval_s)) return 125;
-            break;
-        case OPT_HEALTH_TIMEOUT:
-            if (dur(optarg, "--health-timeout", &o.health_timeout_s)) return 125;
-            break;
-        case OPT_HEALTH_RETRIES:
-            o.health_retries = atoi(optarg);
-            if (o.health_retries < 1)
-                return fail("--health-retries '%s': expected 1 or more", optarg);
-            break;
-        case OPT_READY_TIMEOUT:
-            if (dur(optarg, "--ready-timeout", &o.ready_timeout_s)) return 125;
-            break;
-        case OPT_AUDIT_LOG: rc.audit_path = optarg; break;
-        default:
-            if (cli_common_opt(&cc, opt, optarg))
-                break;
-            fprintf(stderr, "hbmctl run: see 'hbmctl run --help'\n");
-            return HBM_RUN_EXIT_FAILED;
-        }
-    }
-    if (optind >= argc) {
-        usage(stderr);
-        return HBM_RUN_EXIT_FAILED;
-    }
-    if (cc.json || cc.src.snapshot)
-        return fail("--json and --snapshot do not apply to run");
-    char **cmd = argv + optind;
-    int ncmd = argc - optind;
+    int prc = parse(&a, &o, &rc, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    const char *devices = a.devices, *model = a.model;
+    char **cmd = a.cmd;
+    int ncmd = a.ncmd;
     rc.audit_path = hbm_audit_path(rc.audit_path);
 
     size_t count = 0, nids = 0;
@@ -381,14 +364,14 @@ int cmd_run(int argc, char **argv)
     memset(&pick, 0, sizeof pick);
     int code = 0;
     if (devices || model) {
-        if (hbm_observe(&obs, &cc.src, &err) < 0) {
+        if (hbm_observe(&obs, &a.cc.src, &err) < 0) {
             code = fail("cannot observe devices: %s", err.msg);
             goto out;
         }
         have_obs = true;
     }
     if (devices) {
-        code = pick_devices(count, ids, nids, lease_name, &obs, &pick);
+        code = pick_devices(count, ids, nids, a.lease_name, &obs, &pick);
         if (code)
             goto out;
     }
@@ -397,11 +380,11 @@ int cmd_run(int argc, char **argv)
         if (code)
             goto out;
     }
-    if (expandable)
+    if (a.expandable)
         alloc_conf(&obs, have_obs);
 
     o.argv = cmd;
-    o.src = &cc.src;
+    o.src = &a.cc.src;
     o.devices = pick.devices;
     o.ndevices = pick.n;
     o.log = log_line;

@@ -6,23 +6,6 @@
 #include "cli.h"
 #include "hbm/snapshot.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: hbmctl status [--json] [--snapshot FILE] [--backend NAME] [--root DIR]\n\n"
-            "Shows every device (health, power, temperature, utilisation, memory, hugepages),\n"
-            "the processes on it, and a verdict per device with its reason:\n"
-            "  FREE         no process, memory at the chip's idle baseline\n"
-            "  BUSY         a live process holds it\n"
-            "  UNACCOUNTED  memory above the baseline that no visible process accounts for\n"
-            "  ORPHANED     held by a process whose owner is gone (exited, zombie, D state,\n"
-            "               container removed)\n"
-            "  UNHEALTHY    the driver says the device is not healthy\n\n"
-            "--snapshot accepts a snapshot (hbmctl snapshot) or raw 'npu-smi info' text.\n\n"
-            "options:\n" CLI_COMMON_HELP
-            "\nexit: 0 shown, 2 could not look (the message names the file and line)\n");
-}
-
 static const char *fmt_pair(char *buf, size_t n, int64_t used, int64_t total)
 {
     if (used < 0 && total < 0)
@@ -203,27 +186,26 @@ static void render(const hbm_obs *obs)
 
 int cmd_status(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
     cli_common c;
     cli_common_init(&c);
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c, opt, optarg))
-            continue;
-        if (opt == 'h') {
-            usage(stdout);
-            return CLI_EXIT_OK;
-        }
-        return cli_usage_error("status");
-    }
-    if (optind < argc) {
-        cli_errorf("status: unexpected argument '%s'", argv[optind]);
-        return CLI_EXIT_ERROR;
-    }
+    const cli_opt opts[] = {CLI_GROUPS_HERE, CLI_OPTS_END};
+    const cli_spec spec = {
+        .cmd = "status", .usage = "[--json] [--snapshot FILE] [--backend NAME] [--root DIR]",
+        .about = "Shows every device (health, power, temperature, utilisation, memory, hugepages),\n"
+                 "the processes on it, and a verdict per device with its reason:\n"
+                 "  FREE         no process, memory at the chip's idle baseline\n"
+                 "  BUSY         a live process holds it\n"
+                 "  UNACCOUNTED  memory above the baseline that no visible process accounts for\n"
+                 "  ORPHANED     held by a process whose owner is gone (exited, zombie, D state,\n"
+                 "               container removed)\n"
+                 "  UNHEALTHY    the driver says the device is not healthy\n\n"
+                 "--snapshot accepts a snapshot (hbmctl snapshot) or raw 'npu-smi info' text.\n",
+        .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c,
+        .exits = "exit: 0 shown, 2 could not look (the message names the file and line)\n",
+    };
+    int rc = cli_parse_options(&spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

@@ -12,43 +12,25 @@
 
 #include "watch_session.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: hbmctl watch [--interval DUR] [--count N] [--plain] [OPTIONS]\n\n"
-            "Samples the devices every --interval and shows memory, verdicts and a memory\n"
-            "history per device. Reports step growth (memory rising in steps that never come\n"
-            "back: a leak) per device and per process, and threshold crossings.\n"
-            "On a terminal: full screen (q quit, s sort, up/down or digits pick a device,\n"
-            "Enter details). Otherwise, or with --plain: one line per device and sample,\n"
-            "plus a line for each leak or threshold event.\n\n"
-            "options:\n"
-            "  --interval DUR       time between samples (default 1s; 250ms, 2s, 1m)\n"
-            "  --count N            stop after N samples (default: until interrupted)\n"
-            "  --plain              line output even on a terminal\n"
-            "  --json               one JSON object per sample (JSON lines)\n"
-            "  --device ID          only this device (logic id on Ascend, index on NVIDIA);\n"
-            "                       repeat for several\n"
-            "  --threshold PCT|SIZE report crossings of this level (default 90%%; 'none')\n"
-            "  --leak-step SIZE     smallest step counted (default 512MiB)\n"
-            "  --leak-steps N       unreturned steps that make a leak (default 3)\n"
-            "  --snapshot FILE      watch a snapshot file, re-read at every sample\n"
-            "  --backend NAME       auto, nvml, dcmi, npu-smi, snapshot (default auto)\n"
-            "  --root DIR           read /proc, /sys and /dev under DIR (tests; env "
-            "HBMCTL_ROOT)\n"
-            "  -h, --help           this text\n\n"
-            "exit: 0 done, 1 a leak was reported during the run, 2 could not look\n");
-}
+static const char about[] =
+    "Samples the devices every --interval and shows memory, verdicts and a memory\n"
+    "history per device. Reports step growth (memory rising in steps that never come\n"
+    "back: a leak) per device and per process, and threshold crossings.\n"
+    "On a terminal: full screen (q quit, s sort, up/down or digits pick a device,\n"
+    "Enter details). Otherwise, or with --plain: one line per device and sample,\n"
+    "plus a line for each leak or threshold event.\n";
 
-enum {
-    OPT_INTERVAL = CLI_OPT_FIRST_FREE,
-    OPT_COUNT,
-    OPT_PLAIN,
-    OPT_DEVICE,
-    OPT_THRESHOLD,
-    OPT_LEAK_STEP,
-    OPT_LEAK_STEPS,
-};
+/* --threshold: a limit, or "none" for no crossing reports. */
+static int read_threshold(void *dst, const char *v, char *why, size_t n)
+{
+    cli_limit *l = dst;
+    if (strcmp(v, "none") == 0) {
+        l->bytes = HBM_UNKNOWN;
+        l->ratio = NAN;
+        return 0;
+    }
+    return cli_read_limit(dst, v, why, n);
+}
 
 static volatile sig_atomic_t stop_requested;
 
@@ -202,96 +184,50 @@ static int run_lines(watch_ctx *c)
 
 int cmd_watch(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        CLI_COMMON_LONGOPTS,
-        {"interval", required_argument, NULL, OPT_INTERVAL},
-        {"count", required_argument, NULL, OPT_COUNT},
-        {"plain", no_argument, NULL, OPT_PLAIN},
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"threshold", required_argument, NULL, OPT_THRESHOLD},
-        {"leak-step", required_argument, NULL, OPT_LEAK_STEP},
-        {"leak-steps", required_argument, NULL, OPT_LEAK_STEPS},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
     static watch_ctx c; /* large (history rings): not on the stack */
     memset(&c, 0, sizeof c);
     cli_common_init(&c.common);
     c.interval = 1.0;
     hbm_leak_params lp;
     hbm_leak_params_default(&lp);
-    lp.threshold_ratio = 0.9;
+    cli_limit threshold = {lp.threshold_bytes, 0.9};
+    long steps = (long)lp.steps;
     bool plain = false;
-    hbm_err err = {{0}};
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (cli_common_opt(&c.common, opt, optarg))
-            continue;
-        char *end;
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        case OPT_INTERVAL:
-            if (hbm_parse_duration(optarg, &c.interval, &err) < 0 || c.interval < 0.01) {
-                cli_errorf("--interval %s: %s", optarg, err.msg[0] ? err.msg : "want 10ms or more");
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_COUNT:
-            c.count = strtol(optarg, &end, 10);
-            if (*end || end == optarg || c.count < 1) {
-                cli_errorf("--count %s: want a number of samples, 1 or more", optarg);
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_PLAIN:
-            plain = true;
-            break;
-        case OPT_DEVICE: {
-            long long v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 0 || c.nonly == WATCH_MAX_ONLY) {
-                cli_errorf("--device %s: want a device id (logic id on Ascend, index on NVIDIA)",
-                           optarg);
-                return CLI_EXIT_ERROR;
-            }
-            c.only[c.nonly++] = v;
-            break;
-        }
-        case OPT_THRESHOLD:
-            if (strcmp(optarg, "none") == 0) {
-                lp.threshold_ratio = NAN;
-                lp.threshold_bytes = HBM_UNKNOWN;
-            } else if (hbm_watch_parse_limit(optarg, &lp.threshold_bytes, &lp.threshold_ratio,
-                                             &err) < 0) {
-                cli_errorf("--threshold: %s", err.msg);
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_LEAK_STEP:
-            if (hbm_parse_size(optarg, &lp.step_min_bytes, &err) < 0 || lp.step_min_bytes < 1) {
-                cli_errorf("--leak-step %s: %s", optarg, err.msg[0] ? err.msg : "want a size");
-                return CLI_EXIT_ERROR;
-            }
-            break;
-        case OPT_LEAK_STEPS: {
-            long v = strtol(optarg, &end, 10);
-            if (*end || end == optarg || v < 1 || v >= HBM_LEAK_LEVELS_MAX) {
-                cli_errorf("--leak-steps %s: want 1..%d", optarg, HBM_LEAK_LEVELS_MAX - 1);
-                return CLI_EXIT_ERROR;
-            }
-            lp.steps = (size_t)v;
-            break;
-        }
-        default:
-            return cli_usage_error("watch");
-        }
-    }
-    if (optind < argc) {
-        cli_errorf("watch takes no arguments ('%s')", argv[optind]);
-        return cli_usage_error("watch");
-    }
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_DURATION, "interval", 0, "DUR", &c.interval,
+                "time between samples (default 1s; 250ms, 2s, 1m)", .min = 0.01,
+                .why = "want 10ms or more"),
+        CLI_OPT(CLI_COUNT, "count", 0, "N", &c.count,
+                "stop after N samples (default: until interrupted)", .min = 1,
+                .why = "want a number of samples, 1 or more"),
+        CLI_OPT(CLI_FLAG, "plain", 0, NULL, &plain, "line output even on a terminal"),
+        CLI_OPT(CLI_DEVICES, "device", 0, "ID", &c.only,
+                "only this device (logic id on Ascend, index on NVIDIA);\n"
+                "repeat for several"),
+        CLI_OPT(CLI_CALL, "threshold", 0, "PCT|SIZE", &threshold,
+                "report crossings of this level (default 90%; 'none')", .fn = read_threshold,
+                .words = "80% 90% 95% none"),
+        CLI_OPT(CLI_SIZE, "leak-step", 0, "SIZE", &lp.step_min_bytes,
+                "smallest step counted (default 512MiB)", .min = 1, .why = "want a size"),
+        CLI_OPT(CLI_COUNT, "leak-steps", 0, "N", &steps,
+                "unreturned steps that make a leak (default 3)", .min = 1,
+                .max = HBM_LEAK_LEVELS_MAX - 1),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "watch", .usage = "[--interval DUR] [--count N] [--plain] [OPTIONS]",
+        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c.common,
+        .json_help = "one JSON object per sample (JSON lines)",
+        .snapshot_help = "watch a snapshot file, re-read at every sample",
+        .exits = "exit: 0 done, 1 a leak was reported during the run, 2 could not look\n",
+    };
+    int prc = cli_parse_options(&spec, argc, argv);
+    if (prc != CLI_CONTINUE)
+        return prc;
+    lp.threshold_bytes = threshold.bytes;
+    lp.threshold_ratio = threshold.ratio;
+    lp.steps = (size_t)steps;
     hbm_watch_init(&c.w, &lp);
     int rc;
 #ifdef HBM_HAVE_NCURSES

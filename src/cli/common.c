@@ -4,33 +4,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-void cli_common_init(cli_common *c)
-{
-    memset(c, 0, sizeof *c);
-    c->src.backend = "auto";
-    c->src.root = getenv("HBMCTL_ROOT");
-}
-
-bool cli_common_opt(cli_common *c, int opt, const char *arg)
-{
-    switch (opt) {
-    case CLI_OPT_JSON:
-        c->json = true;
-        return true;
-    case CLI_OPT_SNAPSHOT:
-        c->src.snapshot = arg;
-        return true;
-    case CLI_OPT_BACKEND:
-        c->src.backend = arg;
-        return true;
-    case CLI_OPT_ROOT:
-        c->src.root = arg;
-        return true;
-    default:
-        return false;
-    }
-}
+#include "hbm/watch.h"
 
 bool cli_observe(const cli_common *c, hbm_obs *obs)
 {
@@ -40,6 +14,17 @@ bool cli_observe(const cli_common *c, hbm_obs *obs)
         return false;
     }
     return true;
+}
+
+int cli_read_limit(void *dst, const char *value, char *why, size_t whylen)
+{
+    cli_limit *l = dst;
+    hbm_err err = {{0}};
+    if (hbm_watch_parse_limit(value, &l->bytes, &l->ratio, &err) < 0) {
+        snprintf(why, whylen, "%s", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 void cli_json_out(json_t *j)
@@ -57,12 +42,6 @@ void cli_errorf(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-}
-
-int cli_usage_error(const char *cmd)
-{
-    fprintf(stderr, "hbmctl %s: see 'hbmctl %s --help'\n", cmd, cmd);
-    return CLI_EXIT_ERROR;
 }
 
 bool cli_color(FILE *f)

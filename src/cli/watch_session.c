@@ -9,11 +9,11 @@
 
 bool watch_wanted(const watch_ctx *c, const hbm_device *d)
 {
-    if (c->nonly == 0)
+    if (c->only.n == 0)
         return true;
     int64_t id = hbm_device_user_id(d);
-    for (size_t i = 0; i < c->nonly; i++)
-        if (c->only[i] == id)
+    for (size_t i = 0; i < c->only.n; i++)
+        if (c->only.id[i] == id)
             return true;
     return false;
 }

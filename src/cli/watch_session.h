@@ -8,15 +8,13 @@
 #include "cli.h"
 #include "hbm/watch.h"
 
-#define WATCH_MAX_ONLY 64
 #define WATCH_EVENTS 8 /* leak and threshold messages kept for the view */
 
 typedef struct watch_ctx {
     cli_common common;
     double interval;        /* seconds between samples */
     long count;             /* samples to take; 0 = until stopped */
-    int64_t only[WATCH_MAX_ONLY]; /* --device filter (user ids) */
-    size_t nonly;
+    cli_devices only;       /* --device filter (user ids) */
     hbm_watch w;            /* owned */
     hbm_obs obs;            /* owned; the latest observation */
     bool have_obs;

@@ -160,33 +160,6 @@ const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached)
     return NULL;
 }
 
-/* Optimal string alignment distance: a swapped pair of letters counts once ("devcie"). */
-static size_t distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 95 || lb > 95)
-        return (size_t)-1;
-    size_t d[96][96];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t c = a[i - 1] != b[j - 1];
-            size_t v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v)
-                v = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + c < v)
-                v = d[i - 1][j - 1] + c;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[la][lb];
-}
-
 static const char *undash(const char *s)
 {
     while (*s == '-')
@@ -205,7 +178,7 @@ static void consider(const char *f, const char *name, const char **best, size_t 
                      const char **prefix, int *nprefix)
 {
     /* compare without the dashes so "-max-model-len" and "--tp" still find theirs */
-    size_t d = distance(undash(f), undash(name));
+    size_t d = hbm_edit_distance(undash(f), undash(name));
     if (d < *bestd) {
         *bestd = d;
         *best = name;

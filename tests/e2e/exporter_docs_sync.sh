@@ -8,7 +8,7 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
 man1="$HBM_SRC/docs/hbmctl.1"
-comp="$HBM_SRC/scripts/hbmctl.bash-completion"
+comp="$HBM_BUILD/hbmctl.bash-completion" # generated from the option tables at build time
 
 commands=$("$HBMCTL" --help | awk '/^commands:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}')
 check "hbmctl --help lists commands" test -n "$commands"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # --preflight refuses a launch that vLLM's start-up check would refuse, with the planner's
-# message, before anything starts (exit 125): the seed 000 case, a 14B bf16 model on a
+# message, before anything starts (exit 125): the reported `docker rm -f` case, a 14B bf16 model on a
 # 43.24 GiB device of which another process holds 26.66 GiB, --gpu-memory-utilization 0.85.
 # Then the same launch on the freed device starts.
 . "$(dirname "$0")/lib/run_common.bash"
@@ -9,7 +9,7 @@
 
 model=$T/model
 mkdir -p "$model"
-# Qwen2.5-14B's architecture (XiYanSQL-QwenCoder-14B, the field note's model, is a fine-tune).
+# Qwen2.5-14B's architecture (XiYanSQL-QwenCoder-14B, the reported model, is a fine-tune).
 cp "$HBM_SRC/tests/fixtures/models/qwen2.5-14b/config.json" "$model/config.json"
 
 sleep 600 &

@@ -162,8 +162,8 @@ static void test_holders(void **state)
     hbm_obs_free(&obs);
 }
 
-/* After `docker rm -f`: npu-smi's Hugepages-Usage at 100% on a 310P is the card's memory held by the
- * leftover process; the remedy is ending it, not ipcrm. */
+/* After `docker rm -f`: npu-smi's Hugepages-Usage at 100% on a 310P is the card's memory
+ * held by the leftover process; the remedy is ending it, not ipcrm. */
 /* The zombie's parent as the observation knows it: not recorded, pid 1, a long command line
  * (the remedy stays whole, with the reset command at its end). */
 static void test_zombie_parents(void **state)

@@ -167,7 +167,8 @@ static void test_chunking_does_not_matter(void **state)
 {
     (void)state;
     char *text = NULL;
-    assert_int_equal(hbm_read_file(LOGS "/vllm_after_docker_rm.log", 1 << 20, &text, NULL, NULL), 0);
+    assert_int_equal(
+        hbm_read_file(LOGS "/vllm_after_docker_rm.log", 1 << 20, &text, NULL, NULL), 0);
     hbm_explain_report whole;
     scan_text(text, strlen(text), &whole);
     size_t chunks[] = {1, 7, 4096};

@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/host.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
@@ -44,8 +45,8 @@ static char devpath[PATH_MAX + 16];
 static int setup(void **state)
 {
     (void)state;
-    char t[] = "/tmp/hbm-host-live.XXXXXX";
-    if (!mkdtemp(t) || !realpath(t, tmpdir))
+    char t[PATH_MAX];
+    if (th_mkdtemp(t, sizeof t, "host-live") < 0 || !realpath(t, tmpdir))
         return -1;
     snprintf(devpath, sizeof devpath, "%s/fakedev0", tmpdir);
     int fd = open(devpath, O_CREAT | O_WRONLY, 0600);
@@ -69,9 +70,7 @@ static int teardown(void **state)
     for (int i = 0; i < nshmnames; i++)
         shm_unlink(shmnames[i]);
     nshmnames = 0;
-    unlink(devpath);
-    rmdir(tmpdir);
-    return 0;
+    return th_rmtree(tmpdir);
 }
 
 /* Called in both parent and child after fork: only the parent records. */

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "hbm/lease.h"
 #include "hbm/npusmi.h"
 #include "hbm/util.h"
@@ -23,17 +24,13 @@ static char dir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/hbm-lease-test.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
+    return th_mkdtemp(dir, sizeof dir, "lease-test");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_rmtree(dir);
 }
 
 static void test_acquire_query_release(void **state)

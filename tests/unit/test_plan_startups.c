@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/plan.h"
 
 #define GIB 1073741824.0
@@ -148,33 +149,30 @@ static void write_sparse_shard(const char *path, const char *tensor, int64_t byt
 static void test_pangu72b_tp4_kv_budget(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/hbm-plan-pangu-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char p[256];
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"architectures\":[\"PanguProMoEForCausalLM\"],\"model_type\":\"pangu\","
-               "\"num_hidden_layers\":50,\"n_routed_experts\":80,\"num_experts_per_tok\":8,"
-               "\"num_key_value_heads\":4,\"torch_dtype\":\"bfloat16\","
-               "\"max_position_embeddings\":131072,"
-               "\"hidden_size\":8192,\"num_attention_heads\":64,\"head_dim\":128,"
-               "\"moe_intermediate_size\":1536,\"vocab_size\":153600}\n");
-    fclose(f);
+    char dir[PATH_MAX];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
+    th_write_text(dir, "config.json",
+                  "{\"architectures\":[\"PanguProMoEForCausalLM\"],\"model_type\":\"pangu\","
+                  "\"num_hidden_layers\":50,\"n_routed_experts\":80,\"num_experts_per_tok\":8,"
+                  "\"num_key_value_heads\":4,\"torch_dtype\":\"bfloat16\","
+                  "\"max_position_embeddings\":131072,"
+                  "\"hidden_size\":8192,\"num_attention_heads\":64,\"head_dim\":128,"
+                  "\"moe_intermediate_size\":1536,\"vocab_size\":153600}\n");
     /* 144 GB in four shards with an index, as checkpoints ship */
-    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-    f = fopen(p, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"metadata\":{\"total_size\":144000000000},\"weight_map\":{");
+    char index[512];
+    int at = snprintf(index, sizeof index,
+                      "{\"metadata\":{\"total_size\":144000000000},\"weight_map\":{");
     for (int i = 1; i <= 4; i++) {
-        char shard[300];
-        snprintf(shard, sizeof shard, "%s/model-0000%d-of-00004.safetensors", dir, i);
+        char name[64], shard[PATH_MAX];
+        snprintf(name, sizeof name, "model-0000%d-of-00004.safetensors", i);
+        th_path(shard, sizeof shard, dir, name);
         write_sparse_shard(shard, i == 1 ? "model.embed_tokens.weight" : "model.layers.w",
                            36000000000LL);
-        fprintf(f, "%s\"t%d\":\"model-0000%d-of-00004.safetensors\"", i > 1 ? "," : "", i, i);
+        at += snprintf(index + at, sizeof index - (size_t)at, "%s\"t%d\":\"%s\"",
+                       i > 1 ? "," : "", i, name);
     }
-    fprintf(f, "}}\n");
-    fclose(f);
+    snprintf(index + at, sizeof index - (size_t)at, "}}\n");
+    th_write_text(dir, "model.safetensors.index.json", index);
 
     const hbm_plan_device *d = hbm_plan_device_find("910B");
     assert_non_null(d);
@@ -211,15 +209,7 @@ static void test_pangu72b_tp4_kv_budget(void **state)
         assert_true(r.max_concurrency >= 1.0);
         hbm_plan_result_free(&r);
     }
-    for (int i = 1; i <= 4; i++) {
-        snprintf(p, sizeof p, "%s/model-0000%d-of-00004.safetensors", dir, i);
-        unlink(p);
-    }
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-    unlink(p);
-    rmdir(dir);
+    assert_int_equal(th_rmtree(dir), 0);
 }
 
 int main(void)

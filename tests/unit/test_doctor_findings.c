@@ -145,7 +145,7 @@ static void test_holders(void **state)
     assert_non_null(strstr(g->remedy, "npu-smi set -t reset -i 5 -c 0"));
     /* A server under init that is nobody's worker is not an orphan. */
     for (size_t i = 0; i < f.n; i++)
-        assert_true(f.items[i].device != 2);
+        assert_int_not_equal(f.items[i].device, 2);
     /* Sorted: every critical first. */
     for (size_t i = 1; i < f.n; i++)
         assert_true(f.items[i - 1].severity >= f.items[i].severity);

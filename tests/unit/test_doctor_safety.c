@@ -239,7 +239,7 @@ static void test_sysv_recheck(void **state)
     assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 1);
     /* Attached now (by us): kept. */
     void *a = shmat(dead, NULL, 0);
-    assert_true(a != (void *)-1);
+    assert_ptr_not_equal(a, (void *)-1);
     assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 0);
     assert_non_null(strstr(why, "attached"));
     shmdt(a);
@@ -283,7 +283,7 @@ static void test_shm_recheck(void **state)
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 4096), 0);
     void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-    assert_true(m != MAP_FAILED);
+    assert_ptr_not_equal(m, MAP_FAILED);
     close(fd);
     assert_int_equal(hbm_doctor_shm_unheld_now(path, why, sizeof why), 0);
     assert_non_null(strstr(why, "mapped by pid") ? why : strstr(why, "cannot inspect"));
@@ -326,7 +326,7 @@ static void test_apply_shared_memory(void **state)
     int64_t k1, k2;
     int stale = dead_segment(&k1), busy = dead_segment(&k2);
     void *a = shmat(busy, NULL, 0);
-    assert_true(a != (void *)-1);
+    assert_ptr_not_equal(a, (void *)-1);
     int hfd = open(held, O_RDWR | O_CREAT, 0600);
     int lfd = open(loose, O_RDWR | O_CREAT, 0600);
     assert_true(hfd >= 0 && lfd >= 0);

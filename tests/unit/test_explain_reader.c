@@ -93,7 +93,7 @@ static void test_docker_rm_log_explained(void **state)
     assert_true(any_contains(fm->meaning, fm->nmeaning, "held 26.66 GiB"));
     assert_true(any_contains(fm->meaning, fm->nmeaning, "passes now is 0.38"));
     assert_true(any_contains(fm->remedies, fm->nremedies, "to 0.38 or less"));
-    assert_true(strstr(fm->sig->cause, "fragmentation is not the reason") != NULL);
+    assert_non_null(strstr(fm->sig->cause, "fragmentation is not the reason"));
 
     const hbm_explain_finding *oom = find(&rep, "npu_oom");
     assert_non_null(oom);
@@ -114,7 +114,7 @@ static void test_docker_rm_log_explained(void **state)
     for (size_t i = 0; i < ctx->nremedies; i++)
         if (strstr(ctx->remedies[i], "raise --max-model-len") && raise == ctx->nremedies)
             raise = i;
-    assert_true(raise > 0 && raise < ctx->nremedies);
+    assert_in_range(raise, 1, ctx->nremedies - 1);
     hbm_explain_report_free(&rep);
 }
 

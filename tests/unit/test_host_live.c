@@ -147,7 +147,7 @@ static void test_sysv(void **state)
     waitpid(c, NULL, 0);
     /* attached after the fork: a fork inherits attachments and its exit would become lpid */
     void *at = shmat(attached, NULL, 0);
-    assert_true(at != (void *)-1);
+    assert_ptr_not_equal(at, (void *)-1);
 
     hbm_host h;
     scan(&h, NULL, 0);
@@ -506,7 +506,7 @@ static void test_devshm(void **state)
     assert_non_null(hbm_host_find(&h, m));
     assert_non_null(hbm_host_find(&h, o));
     assert_true(h.devshm_total_bytes > 0);
-    assert_true(h.devshm_used_bytes >= 0 && h.devshm_used_bytes <= h.devshm_total_bytes);
+    assert_in_range(h.devshm_used_bytes, 0, h.devshm_total_bytes);
     hbm_host_free(&h);
 }
 

@@ -148,7 +148,7 @@ static void check_served(const char *path, const char *want, const char *note)
     bool noted = false;
     for (size_t i = 0; i < r.nnotes; i++)
         noted |= note && strstr(r.notes[i], note) != NULL;
-    assert_true(noted == (note != NULL));
+    assert_int_equal(noted, note != NULL);
     hbm_plan_result_free(&r);
 }
 

@@ -106,6 +106,7 @@ typedef struct hbm_pick_result {
     int *lease_fds;      /* owned array; -1 per device when not leased */
     hbm_pick_refusal *refused; /* owned; every device not chosen, with the reason */
     size_t nrefused;
+    size_t nusable;      /* FREE devices that qualified and were not lost to a racing taker */
     char env_name[40];   /* ASCEND_RT_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES */
     char env_value[512]; /* "0,1,2" */
     char placement[200]; /* why this set: one HCCS domain, hops, ... */

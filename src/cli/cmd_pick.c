@@ -153,11 +153,8 @@ int cmd_pick(int argc, char **argv)
             printf("%s\n", r.env_value);
     }
     if (rc == 1) {
-        size_t usable = 0;
-        for (size_t i = 0; i < r.nrefused; i++)
-            usable += strncmp(r.refused[i].why, "free,", 5) == 0;
-        cli_errorf("cannot pick %ld device%s: %zu usable of %zu", n, n == 1 ? "" : "s", usable,
-                   obs.ndevs);
+        cli_errorf("cannot pick %ld device%s: %zu usable of %zu", n, n == 1 ? "" : "s",
+                   r.nusable, obs.ndevs);
         print_refusals(&r);
     } else if (!json) {
         /* The placement says something only when several devices were chosen. */

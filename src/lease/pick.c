@@ -384,6 +384,7 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
         rc = 0;
         break;
     }
+    res->nusable = na;
 
     if (rc == 0) {
         /* best indexes the last avail. */

@@ -1,5 +1,10 @@
-# Shared by the end-to-end tests: check NAME CMD... records a pass or a failure;
-# finish prints the tally and exits non-zero when anything failed.
+# The end-to-end tests' harness, sourced by every tests/e2e/*.sh (and tests/hw/).
+#
+# Tallying tests: check NAME CMD... records a pass or a failure; finish prints the tally and
+# exits non-zero when anything failed; scratch gives a scratch directory and reaps what the
+# test started.
+# Stop-at-first-failure tests (run_*.sh): run_scratch gives a scratch directory $T and
+# kills every process and segment the test recorded; fail stops with the hbmctl log.
 HBM_PASSED=0
 HBM_FAILED=0
 
@@ -60,4 +65,89 @@ make_root() { # DIR yes|no (with kthreadd)
         mkdir "$1/proc/2"
         echo "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 2 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0" >"$1/proc/2/stat"
     fi
+}
+
+# run_scratch: strict mode, the scratch directory $T, the array $BGPIDS of background
+# processes, and $LOG (the hbmctl log fail shows). On exit each of $BGPIDS (and its
+# children) is killed, so is every pid recorded with its start time in $T/pids.*, every
+# SysV segment id in $T/shmid.* is removed, and $T goes.
+run_scratch() {
+    set -u
+    : "${HBMCTL:?HBMCTL must name the hbmctl binary}"
+    : "${HBM_BUILD:?HBM_BUILD must name the build directory}"
+    H=${HBM_HELPERS:-$HBM_BUILD}
+    T=$(mktemp -d /tmp/hbm-run-test.XXXXXX)
+    BGPIDS=()
+    LOG=
+    trap run_cleanup EXIT
+}
+
+run_cleanup() {
+    local f p st id
+    for p in "${BGPIDS[@]}"; do
+        # an unshare'd hbmctl is the child of unshare: end it first (PID 1 takes its
+        # namespace down with it)
+        pkill -KILL -P "$p" 2>/dev/null
+        kill -KILL "$p" 2>/dev/null
+    done
+    for f in "$T"/pids.*; do
+        [ -f "$f" ] || continue
+        while read -r p st; do
+            if same_alive "$p" "$st"; then kill -KILL "$p" 2>/dev/null; fi
+        done <"$f"
+    done
+    for f in "$T"/shmid.*; do
+        [ -f "$f" ] || continue
+        read -r id <"$f" && ipcrm -m "$id" 2>/dev/null
+    done
+    rm -rf "$T"
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    if [ -n "${LOG:-}" ] && [ -f "$LOG" ]; then
+        echo "--- hbmctl log ($LOG):" >&2
+        cat "$LOG" >&2
+    fi
+    exit 1
+}
+
+# Field 22 (start time) and field 3 (state) of /proc/PID/stat, parsed after the last ')'.
+proc_start() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $20}'; }
+proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $1}'; }
+
+# True when pid is alive (not a zombie) and is still the process that had start time st.
+same_alive() {
+    local s
+    s=$(proc_start "$1") || return 1
+    [ -n "$s" ] && [ "$s" = "$2" ] && [ "$(proc_state "$1")" != Z ]
+}
+
+wait_file() { # FILE SECONDS
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+now() { date +%s.%N; }
+elapsed_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# A writable cgroup v2: the mount from mountinfo, our own cgroup, and a trial mkdir.
+cgroup2_writable() {
+    local mnt path dir
+    mnt=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' /proc/self/mountinfo | head -n1)
+    [ -n "$mnt" ] || { echo "no cgroup2 mount"; return 1; }
+    path=$(sed -n 's/^0:://p' /proc/self/cgroup | head -n1)
+    dir="$mnt$path"
+    dir=${dir%/}
+    if mkdir "$dir/hbm-test-probe.$$" 2>/dev/null; then
+        rmdir "$dir/hbm-test-probe.$$"
+        return 0
+    fi
+    echo "$dir is not writable"
+    return 1
 }

@@ -10,7 +10,7 @@ LOGS="$HBM_SRC/tests/fixtures/logs"
 unset HBMCTL_CATALOG
 ex() { "$HBMCTL" explain --no-live "$@"; }
 
-out=$(ex "$LOGS/seed000.log"); rc=$?
+out=$(ex "$LOGS/vllm_after_docker_rm.log"); rc=$?
 check "known failures: exit 1" test $rc -eq 1
 check "four findings" grep -q "4 known failures in 4 lines" <<<"$out"
 check "free-memory numbers" grep -q "16.58 GiB free of 43.24 GiB" <<<"$out"
@@ -35,7 +35,7 @@ check "unreadable log: names the file" grep -q "$tmp/missing.log" <<<"$out"
 out=$(ex "$tmp" 2>&1); rc=$?
 check "a directory: exit 2 with file:line" test $rc -eq 2 -a -n "$(grep -F "$tmp:1:" <<<"$out")"
 
-out=$(ex - <"$LOGS/seed000.log"); rc=$?
+out=$(ex - <"$LOGS/vllm_after_docker_rm.log"); rc=$?
 check "standard input: exit 1" test $rc -eq 1
 check "standard input named" grep -q "^(stdin): 4 known failures" <<<"$out"
 out=$(cat "$LOGS/cri_ansi.log" | ex); rc=$?
@@ -80,16 +80,16 @@ check "--list fits 100 columns" test -z "$(awk 'length > 100' <<<"$list")"
 check "--list --json" test "$(ex --list --json | jq '.entries | length')" = "$(jq '.entries | length' "$HBM_SRC/data/signatures.json")"
 
 # The catalogue's search order and errors.
-out=$(ex --catalog "$tmp/nope.json" "$LOGS/seed000.log" 2>&1); rc=$?
+out=$(ex --catalog "$tmp/nope.json" "$LOGS/vllm_after_docker_rm.log" 2>&1); rc=$?
 check "--catalog missing: exit 2" test $rc -eq 2
 check "--catalog missing: says so" grep -q -- "--catalog $tmp/nope.json" <<<"$out"
 printf '{"schema": "hbmctl.signatures/1",\n "entries": [\n' >"$tmp/broken.json"
-out=$(HBMCTL_CATALOG="$tmp/broken.json" ex "$LOGS/seed000.log" 2>&1); rc=$?
+out=$(HBMCTL_CATALOG="$tmp/broken.json" ex "$LOGS/vllm_after_docker_rm.log" 2>&1); rc=$?
 check "broken catalogue: exit 2" test $rc -eq 2
 check "broken catalogue: file:line" grep -q "$tmp/broken.json:3:" <<<"$out"
 jq '.entries[5].patterns = ["(unclosed"]' "$HBM_SRC/data/signatures.json" >"$tmp/badre.json"
 bad_id=$(jq -r '.entries[5].id' "$HBM_SRC/data/signatures.json")
-out=$(ex --catalog "$tmp/badre.json" "$LOGS/seed000.log" 2>&1); rc=$?
+out=$(ex --catalog "$tmp/badre.json" "$LOGS/vllm_after_docker_rm.log" 2>&1); rc=$?
 check "bad pattern: exit 2 naming the entry" test $rc -eq 2 -a -n "$(grep -F "entry '$bad_id'" <<<"$out")"
 # An installed layout: <prefix>/bin/hbmctl finds <prefix>/share/hbmctl/signatures.json.
 mkdir -p "$tmp/inst/bin" "$tmp/inst/share/hbmctl"

@@ -58,7 +58,8 @@ check "every device 0-7 was handed out" \
     [ "$(cat "$tmp"/out.* | sort -n | tr '\n' ' ')" = "0 1 2 3 4 5 6 7 " ]
 loser=$(grep -l . "$tmp"/err.* | while read -r f; do
     n=${f##*.}; [ -s "$tmp/out.$n" ] || { echo "$f"; break; }; done)
-check "a refused pick says why" grep -q "cannot pick 1 device" "$loser"
+check "a refused pick says why, counting no usable device" \
+    grep -q "cannot pick 1 device: 0 usable of 8" "$loser"
 check "a refused pick names the lease holding each device" grep -q "leased as 'race" "$loser"
 
 held=$("$HBMCTL" leases --json | jq '[.leases[] | select(.held)] | length')

@@ -3,7 +3,8 @@
 # visible-device variable, held while the tree runs and free after; a child that leaves
 # device memory behind is detected and reported; --restart-on-mem drains and restarts a
 # child whose device memory climbs past the threshold.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 : "${HBM_FAKES:?HBM_FAKES must name the fake driver directory}"
 
 export HBMCTL_NVML_LIB=$HBM_FAKES/libnvidia-ml.so.1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Exit status contract of `hbmctl run` (docs/run.md): the child's status, 128+N when signal
 # N killed it, 125 when hbmctl fails, 126 not executable, 127 not found.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 
 expect() { # WANT DESCRIPTION COMMAND...
     local want=$1 what=$2

@@ -3,7 +3,8 @@
 # only after a start-up delay), then checks periodically; when the server keeps failing
 # it is drained and restarted under --restart on-failure. (Builds without libcurl use their
 # own plain-HTTP client: the same test covers both.)
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed for the HTTP server"; exit 0; }
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -1,7 +1,8 @@
 #!/bin/bash
 # hbmctl run as PID 1 of a new PID namespace (as in a container): orphaned zombies are
 # reaped and signals reach the child.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 
 if ! unshare --pid --fork --mount-proc true 2>/dev/null; then
     echo "SKIP: cannot create a PID namespace here (unshare --pid needs root or user namespaces)"

@@ -1,15 +1,16 @@
 #!/bin/bash
 # --preflight refuses a launch that vLLM's start-up check would refuse, with the planner's
-# message, before anything starts (exit 125): the seed 000 case, a 14B bf16 model on a
+# message, before anything starts (exit 125): the reported `docker rm -f` case, a 14B bf16 model on a
 # 43.24 GiB device of which another process holds 26.66 GiB, --gpu-memory-utilization 0.85.
 # Then the same launch on the freed device starts.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 : "${HBM_FAKES:?HBM_FAKES must name the fake driver directory}"
 : "${HBM_SRC:?}"
 
 model=$T/model
 mkdir -p "$model"
-# Qwen2.5-14B's architecture (XiYanSQL-QwenCoder-14B, the field note's model, is a fine-tune).
+# Qwen2.5-14B's architecture (XiYanSQL-QwenCoder-14B, the reported model, is a fine-tune).
 cp "$HBM_SRC/tests/fixtures/models/qwen2.5-14b/config.json" "$model/config.json"
 
 sleep 600 &
@@ -35,7 +36,7 @@ nvml_scenario() { # USED_BYTES PROCESSES_JSON
 JSON
 }
 
-check() { # BACKEND
+check_backend() { # BACKEND
     local be=$1
     LOG=$T/log.$be
     "$HBMCTL" run --backend "$be" --preflight "$model" -- \
@@ -58,10 +59,10 @@ check() { # BACKEND
 
 export HBMCTL_DCMI_LIB=$HBM_FAKES/libdcmi.so HBM_FAKE_DCMI_SCENARIO=$T/dcmi.json
 dcmi_scenario 27300 "[{\"pid\": $holder, \"memory\": $((27300 * 1024 * 1024))}]"
-check dcmi
+check_backend dcmi
 export HBMCTL_NVML_LIB=$HBM_FAKES/libnvidia-ml.so.1 HBM_FAKE_NVML_SCENARIO=$T/nvml.json
 nvml_scenario 28625957028 "[{\"pid\": $holder, \"used_memory\": 28000000000}]"
-check nvml
+check_backend nvml
 
 # the same device through `plan --device auto` and `run --preflight`: the same figures. The
 # framework's total for a known device is the table's (an H100 shows 79.18 GiB to torch,

@@ -2,7 +2,8 @@
 # SysV shared memory at the stop: a segment the tree created and nobody attaches is removed
 # (and recorded in the audit log); a segment made outside the tree at the same time, also
 # unattached with a dead creator, is left alone.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 export HBMCTL_AUDIT_LOG=$T/audit.jsonl
 
 LOG=$T/log

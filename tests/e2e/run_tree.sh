@@ -2,7 +2,8 @@
 # The escape tree (a worker that double-forks and setsids, one that ignores SIGTERM, a plain
 # one) under `hbmctl run`: after SIGTERM to hbmctl nothing survives, and hbmctl exits soon
 # after the grace period, on the cgroup path and with --no-cgroup.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 
 GRACE=2
 

@@ -2,7 +2,8 @@
 # On a terminal, the child is the foreground process group: it reads what is typed, Ctrl-Z
 # stops it (and hbmctl with it, as a shell job), SIGCONT resumes both, and Ctrl-C
 # interrupts the child (not hbmctl), exactly as without hbmctl.
-. "$(dirname "$0")/lib/run_common.bash"
+. "$(dirname "$0")/common.bash"
+run_scratch
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to drive a pseudo-terminal"; exit 0; }
 
 python3 - "$HBMCTL" <<'PY' || fail "terminal test failed"

@@ -6,9 +6,9 @@ set -u
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-scene="$HBM_SRC/examples/seed001-8x910B4.npu-smi.txt"
+scene="$HBM_SRC/examples/8x910B4-half-busy.npu-smi.txt"
 out=$("$HBMCTL" status --snapshot "$scene")
-check "status on seed 001 exits 0" test $? -eq 0
+check "status on the half-busy 8x910B4 exits 0" test $? -eq 0
 for i in 0 1 2 3; do
     check "NPU $i is FREE" grep -qE "^NPU $i chip 0 FREE: no process; 3\.37 GiB used" <<<"$out"
 done
@@ -38,16 +38,16 @@ check "replay renders the same table" test \
     "$("$HBMCTL" status --snapshot "$tmp/s.json" | tail -n +2)"
 check "stdin is accepted" test "$("$HBMCTL" status --json --snapshot - <"$scene" | jq '.devices|length')" = 8
 
-# Seed 000 in the container: 26 GB held, no process, npu-smi's Hugepages-Usage at 100 %.
-seed0="$HBM_SRC/examples/seed000-310P3-in-container.npu-smi.txt"
-out=$("$HBMCTL" status --snapshot "$seed0")
-json=$("$HBMCTL" status --json --snapshot "$seed0")
-check "seed 000 chip 0 UNACCOUNTED" test "$(jq -r '.devices[0].verdict' <<<"$json")" = UNACCOUNTED
-check "seed 000 reason says what a paste cannot tell" grep -q \
+# After docker rm -f, in the new container: 26 GB held, no process, npu-smi's Hugepages-Usage at 100 %.
+after_rm="$HBM_SRC/examples/310P3-after-docker-rm.npu-smi.txt"
+out=$("$HBMCTL" status --snapshot "$after_rm")
+json=$("$HBMCTL" status --json --snapshot "$after_rm")
+check "after docker rm chip 0 UNACCOUNTED" test "$(jq -r '.devices[0].verdict' <<<"$json")" = UNACCOUNTED
+check "after docker rm reason says what a paste cannot tell" grep -q \
     "26.66 GiB used, .* with no process listed; from npu-smi text alone hbmctl cannot tell a container's partial view" \
     <<<"$(jq -r '.devices[0].reason' <<<"$json")"
-check "seed 000 chip 1 FREE" grep -qE "^NPU 6 chip 1 FREE" <<<"$out"
-check "seed 000 hugepages column explained as device memory" grep -q "not host hugepages" <<<"$out"
+check "after docker rm chip 1 FREE" grep -qE "^NPU 6 chip 1 FREE" <<<"$out"
+check "after docker rm hugepages column explained as device memory" grep -q "not host hugepages" <<<"$out"
 
 # Malformed input: exit 2 and the file:line in the message.
 expect_fail() { # name file pattern

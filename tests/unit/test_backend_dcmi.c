@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/backend.h"
 
 #define FAKE HBM_BINARY_DIR "/fakes/libdcmi.so"
@@ -23,12 +24,7 @@ static char scn_path[64];
 
 static void scenario(const char *lib, const char *json)
 {
-    snprintf(scn_path, sizeof scn_path, "/tmp/hbm-dcmi-unit-XXXXXX");
-    int fd = mkstemp(scn_path);
-    assert_true(fd >= 0);
-    size_t len = strlen(json);
-    assert_int_equal(write(fd, json, len), (ssize_t)len);
-    close(fd);
+    th_tmpfile(scn_path, sizeof scn_path, "dcmi-unit", json);
     setenv("HBM_FAKE_DCMI_SCENARIO", scn_path, 1);
     setenv("HBMCTL_DCMI_LIB", lib, 1);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/backend.h"
 
 #define FAKE HBM_BINARY_DIR "/fakes/libnvidia-ml.so.1"
@@ -25,12 +26,7 @@ static char scn_path[64];
 /* Writes the scenario and points the fake at it. */
 static void scenario(const char *lib, const char *json)
 {
-    snprintf(scn_path, sizeof scn_path, "/tmp/hbm-nvml-unit-XXXXXX");
-    int fd = mkstemp(scn_path);
-    assert_true(fd >= 0);
-    size_t len = strlen(json);
-    assert_int_equal(write(fd, json, len), (ssize_t)len);
-    close(fd);
+    th_tmpfile(scn_path, sizeof scn_path, "nvml-unit", json);
     setenv("HBM_FAKE_NVML_SCENARIO", scn_path, 1);
     setenv("HBMCTL_NVML_LIB", lib, 1);
 }

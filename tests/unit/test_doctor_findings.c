@@ -145,7 +145,7 @@ static void test_holders(void **state)
     assert_non_null(strstr(g->remedy, "npu-smi set -t reset -i 5 -c 0"));
     /* A server under init that is nobody's worker is not an orphan. */
     for (size_t i = 0; i < f.n; i++)
-        assert_true(f.items[i].device != 2);
+        assert_int_not_equal(f.items[i].device, 2);
     /* Sorted: every critical first. */
     for (size_t i = 1; i < f.n; i++)
         assert_true(f.items[i - 1].severity >= f.items[i].severity);
@@ -162,8 +162,8 @@ static void test_holders(void **state)
     hbm_obs_free(&obs);
 }
 
-/* Seed 000: npu-smi's Hugepages-Usage at 100% on a 310P is the card's memory held by the
- * leftover process; the remedy is ending it, not ipcrm. */
+/* After `docker rm -f`: npu-smi's Hugepages-Usage at 100% on a 310P is the card's memory
+ * held by the leftover process; the remedy is ending it, not ipcrm. */
 /* The zombie's parent as the observation knows it: not recorded, pid 1, a long command line
  * (the remedy stays whole, with the reset command at its end). */
 static void test_zombie_parents(void **state)

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "hbm/doctor.h"
 #include "hbm/host.h"
 #include "hbm/util.h"
@@ -146,27 +147,13 @@ static void test_plan_rules(void **state)
     hbm_obs_free(&obs);
 }
 
-static char *tmpdir(void)
-{
-    char *d = hbm_xstrdup("/tmp/hbm-doc-test.XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
-
-static void rmrf(char *d)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    assert_int_equal(system(cmd), 0);
-    free(d);
-}
-
 /* A pid recycled between the observation and the action is not signalled, and the audit
  * log says so. */
 static void test_apply_recycled(void **state)
 {
     (void)state;
-    char *d = tmpdir();
+    char d[PATH_MAX];
+    assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char audit[400];
     snprintf(audit, sizeof audit, "%s/sub/audit.jsonl", d);
     pid_t c = sleeper();
@@ -218,7 +205,7 @@ static void test_apply_recycled(void **state)
     hbm_clean_plan empty = {0};
     assert_int_equal(hbm_clean_apply(&empty, &bad, &err), -1);
     assert_non_null(strstr(err.msg, "audit"));
-    rmrf(d);
+    assert_int_equal(th_rmtree(d), 0);
 }
 
 /* A SysV segment whose creator has exited and that nobody attached: its id (key in *key). */
@@ -252,7 +239,7 @@ static void test_sysv_recheck(void **state)
     assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 1);
     /* Attached now (by us): kept. */
     void *a = shmat(dead, NULL, 0);
-    assert_true(a != (void *)-1);
+    assert_ptr_not_equal(a, (void *)-1);
     assert_int_equal(hbm_host_sysv_stale_now(dead, key, why, sizeof why), 0);
     assert_non_null(strstr(why, "attached"));
     shmdt(a);
@@ -288,14 +275,15 @@ static bool uninspectable(void)
 static void test_shm_recheck(void **state)
 {
     (void)state;
-    char *d = tmpdir();
+    char d[PATH_MAX];
+    assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char path[400], why[400];
     snprintf(path, sizeof path, "%s/obj", d);
     int fd = open(path, O_RDWR | O_CREAT, 0600);
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 4096), 0);
     void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-    assert_true(m != MAP_FAILED);
+    assert_ptr_not_equal(m, MAP_FAILED);
     close(fd);
     assert_int_equal(hbm_doctor_shm_unheld_now(path, why, sizeof why), 0);
     assert_non_null(strstr(why, "mapped by pid") ? why : strstr(why, "cannot inspect"));
@@ -309,7 +297,7 @@ static void test_shm_recheck(void **state)
     else
         assert_int_equal(r, 1);
     assert_int_equal(hbm_doctor_shm_unheld_now("/nonexistent/x", why, sizeof why), 0);
-    rmrf(d);
+    assert_int_equal(th_rmtree(d), 0);
 }
 
 static hbm_clean_step *step(hbm_clean_plan *p, hbm_action_kind kind)
@@ -329,7 +317,8 @@ static hbm_clean_step *step(hbm_clean_plan *p, hbm_action_kind kind)
 static void test_apply_shared_memory(void **state)
 {
     (void)state;
-    char *d = tmpdir();
+    char d[PATH_MAX];
+    assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char audit[400], held[400], loose[400];
     snprintf(audit, sizeof audit, "%s/audit.jsonl", d);
     snprintf(held, sizeof held, "%s/held", d);
@@ -337,7 +326,7 @@ static void test_apply_shared_memory(void **state)
     int64_t k1, k2;
     int stale = dead_segment(&k1), busy = dead_segment(&k2);
     void *a = shmat(busy, NULL, 0);
-    assert_true(a != (void *)-1);
+    assert_ptr_not_equal(a, (void *)-1);
     int hfd = open(held, O_RDWR | O_CREAT, 0600);
     int lfd = open(loose, O_RDWR | O_CREAT, 0600);
     assert_true(hfd >= 0 && lfd >= 0);
@@ -374,7 +363,7 @@ static void test_apply_shared_memory(void **state)
     shmctl(busy, IPC_RMID, NULL);
     close(hfd);
     free(plan.steps);
-    rmrf(d);
+    assert_int_equal(th_rmtree(d), 0);
 }
 
 int main(void)

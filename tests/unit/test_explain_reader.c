@@ -1,6 +1,6 @@
 /* The log reader: container-log decoration, streaming across chunk boundaries, cut
- * lines, grouping of repeats, healthy and unknown logs, and the field note's lines
- * (seed 000) explained with their own numbers. */
+ * lines, grouping of repeats, healthy and unknown logs, and the lines of a
+ * reported `docker rm -f` case explained with their own numbers. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,12 +73,12 @@ static void test_clean_line(void **state)
     assert_string_equal(clean("", &partial), "");
 }
 
-static void test_seed000_lines_explained(void **state)
+static void test_docker_rm_log_explained(void **state)
 {
     (void)state;
     hbm_explain_report rep;
     hbm_err err = {{0}};
-    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/seed000.log", &rep, &err), 0);
+    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/vllm_after_docker_rm.log", &rep, &err), 0);
     assert_int_equal(rep.nfindings, 4);
 
     const hbm_explain_finding *reset = find(&rep, "connection_reset");
@@ -93,7 +93,7 @@ static void test_seed000_lines_explained(void **state)
     assert_true(any_contains(fm->meaning, fm->nmeaning, "held 26.66 GiB"));
     assert_true(any_contains(fm->meaning, fm->nmeaning, "passes now is 0.38"));
     assert_true(any_contains(fm->remedies, fm->nremedies, "to 0.38 or less"));
-    assert_true(strstr(fm->sig->cause, "fragmentation is not the reason") != NULL);
+    assert_non_null(strstr(fm->sig->cause, "fragmentation is not the reason"));
 
     const hbm_explain_finding *oom = find(&rep, "npu_oom");
     assert_non_null(oom);
@@ -114,7 +114,7 @@ static void test_seed000_lines_explained(void **state)
     for (size_t i = 0; i < ctx->nremedies; i++)
         if (strstr(ctx->remedies[i], "raise --max-model-len") && raise == ctx->nremedies)
             raise = i;
-    assert_true(raise > 0 && raise < ctx->nremedies);
+    assert_in_range(raise, 1, ctx->nremedies - 1);
     hbm_explain_report_free(&rep);
 }
 
@@ -167,7 +167,8 @@ static void test_chunking_does_not_matter(void **state)
 {
     (void)state;
     char *text = NULL;
-    assert_int_equal(hbm_read_file(LOGS "/seed000.log", 1 << 20, &text, NULL, NULL), 0);
+    assert_int_equal(
+        hbm_read_file(LOGS "/vllm_after_docker_rm.log", 1 << 20, &text, NULL, NULL), 0);
     hbm_explain_report whole;
     scan_text(text, strlen(text), &whole);
     size_t chunks[] = {1, 7, 4096};
@@ -354,7 +355,7 @@ static void test_json_contract(void **state)
     (void)state;
     hbm_explain_report rep;
     hbm_err err = {{0}};
-    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/seed000.log", &rep, &err), 0);
+    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/vllm_after_docker_rm.log", &rep, &err), 0);
     json_t *j = hbm_explain_report_json(&rep);
     json_t *fs = json_object_get(j, "findings");
     assert_int_equal(json_array_size(fs), 4);
@@ -391,7 +392,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean_line),
-        cmocka_unit_test(test_seed000_lines_explained),
+        cmocka_unit_test(test_docker_rm_log_explained),
         cmocka_unit_test(test_healthy_log_has_no_finding),
         cmocka_unit_test(test_container_log),
         cmocka_unit_test(test_chunking_does_not_matter),

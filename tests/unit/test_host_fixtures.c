@@ -4,7 +4,6 @@
  * and hbmctl itself inside a container's PID namespace. Trees that need real symlinks or
  * variants are built at run time in a temporary directory. */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/host.h"
 #include "hbm/util.h"
 
@@ -274,7 +274,7 @@ static void test_container_view(void **state)
     assert_int_equal(h.nprocs, 1);
     assert_int_equal(h.procs[0].pid, 12);
     assert_true(has_dev(&h.procs[0], "/dev/davinci_manager"));
-    assert_int_equal(h.devshm_total_bytes > 0, 1);
+    assert_true(h.devshm_total_bytes > 0);
     hbm_host_free(&h);
 }
 
@@ -282,41 +282,16 @@ static void test_container_view(void **state)
 
 static char tmp[256];
 
-static void put(const char *rel, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmp, rel);
-    for (char *q = path + strlen(tmp) + 1; *q; q++)
-        if (*q == '/') {
-            *q = '\0';
-            mkdir(path, 0755);
-            *q = '/';
-        }
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static int make_tmp(void **state)
 {
     (void)state;
-    snprintf(tmp, sizeof tmp, "/tmp/hbm-host-fix.XXXXXX");
-    return mkdtemp(tmp) ? 0 : -1;
+    return th_mkdtemp(tmp, sizeof tmp, "host-fix");
 }
 
 static int drop_tmp(void **state)
 {
     (void)state;
-    return nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return th_rmtree(tmp);
 }
 
 static const char STAT_TAIL[] = " 1 300 300 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n";
@@ -325,13 +300,15 @@ static void test_symlinks_and_nesting(void **state)
 {
     (void)state;
     /* a nested PID namespace: two NSpid levels (kthreadd visible or not) */
-    put("proc/self/status", "Name:\thbmctl\nPid:\t4945\nNSpid:\t4945\t12\n");
-    put("proc/2/stat", "2 (kthreadd) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 2 0 0\n");
+    th_write_text(tmp, "proc/self/status", "Name:\thbmctl\nPid:\t4945\nNSpid:\t4945\t12\n");
+    th_write_text(tmp, "proc/2/stat",
+                  "2 (kthreadd) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 2 0 0\n");
     char line[256];
     snprintf(line, sizeof line, "300 (python3) S%s", STAT_TAIL);
-    put("proc/300/stat", line);
-    put("proc/300/status", "Name:\tpython3\nPid:\t300\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t300\n");
-    put("proc/300/cgroup", "0::/\n");
+    th_write_text(tmp, "proc/300/stat", line);
+    th_write_text(tmp, "proc/300/status",
+                  "Name:\tpython3\nPid:\t300\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t300\n");
+    th_write_text(tmp, "proc/300/cgroup", "0::/\n");
     char dir[512], link[512];
     snprintf(dir, sizeof dir, "%s/proc/300/fd", tmp);
     mkdir(dir, 0755);
@@ -353,7 +330,7 @@ static void test_symlinks_and_nesting(void **state)
     hbm_host_free(&h);
 
     /* one level and kthreadd at pid 2: the host */
-    put("proc/self/status", "Name:\thbmctl\nPid:\t4945\nNSpid:\t4945\n");
+    th_write_text(tmp, "proc/self/status", "Name:\thbmctl\nPid:\t4945\nNSpid:\t4945\n");
     scan(&h, tmp, NULL, 0, NULL);
     assert_true(h.sees_host_pids);
     hbm_host_free(&h);
@@ -363,7 +340,7 @@ static void test_thp_modes(void **state)
 {
     (void)state;
     static const char *const modes[] = {"always", "madvise", "never"};
-    put("proc/self/status", "Name:\thbmctl\nPid:\t1\nNSpid:\t1\n");
+    th_write_text(tmp, "proc/self/status", "Name:\thbmctl\nPid:\t1\nNSpid:\t1\n");
     for (int i = 0; i < 3; i++) {
         char text[128] = "";
         for (int k = 0; k < 3; k++) {
@@ -372,7 +349,7 @@ static void test_thp_modes(void **state)
             strcat(text, i == k ? "]" : "");
             strcat(text, k < 2 ? " " : "\n");
         }
-        put("sys/kernel/mm/transparent_hugepage/enabled", text);
+        th_write_text(tmp, "sys/kernel/mm/transparent_hugepage/enabled", text);
         hbm_host h;
         scan(&h, tmp, NULL, 0, NULL);
         assert_string_equal(h.thp, modes[i]);
@@ -383,26 +360,27 @@ static void test_thp_modes(void **state)
 static void test_malformed(void **state)
 {
     (void)state;
-    put("proc/self/status", "Name:\thbmctl\nPid:\t1\nNSpid:\t1\n");
-    put("proc/301/stat", "301 (x) S one\n");
-    put("proc/301/fd/3", "/dev/nvidia0\n");
+    th_write_text(tmp, "proc/self/status", "Name:\thbmctl\nPid:\t1\nNSpid:\t1\n");
+    th_write_text(tmp, "proc/301/stat", "301 (x) S one\n");
+    th_write_text(tmp, "proc/301/fd/3", "/dev/nvidia0\n");
     hbm_host h;
     hbm_err err;
     hbm_host_opts o = {.root = tmp};
     assert_int_equal(hbm_host_scan(&h, &o, &err), -1);
     assert_non_null(strstr(err.msg, "/proc/301/stat"));
     assert_non_null(strstr(err.msg, "field 4"));
-    put("proc/301/stat", "301 (x) S 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 0 7\n");
-    put("proc/sysvipc/shm", "key shmid\n1 2 3\n");
+    th_write_text(tmp, "proc/301/stat", "301 (x) S 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 0 7\n");
+    th_write_text(tmp, "proc/sysvipc/shm", "key shmid\n1 2 3\n");
     assert_int_equal(hbm_host_scan(&h, &o, &err), -1);
     assert_non_null(strstr(err.msg, "/proc/sysvipc/shm"));
     assert_non_null(strstr(err.msg, "line 2"));
-    put("proc/sysvipc/shm", "");
-    put("proc/meminfo", "HugePages_Total: many\n");
+    th_write_text(tmp, "proc/sysvipc/shm", "");
+    th_write_text(tmp, "proc/meminfo", "HugePages_Total: many\n");
     assert_int_equal(hbm_host_scan(&h, &o, &err), -1);
     assert_non_null(strstr(err.msg, "/proc/meminfo"));
-    put("proc/meminfo", "HugePages_Total: 1\n");
-    put("proc/net/tcp", "sl\n   0: 0100007F:1F90 00000000:0000 0A 0 0 0 0 0 inode\n");
+    th_write_text(tmp, "proc/meminfo", "HugePages_Total: 1\n");
+    th_write_text(tmp, "proc/net/tcp",
+                  "sl\n   0: 0100007F:1F90 00000000:0000 0A 0 0 0 0 0 inode\n");
     assert_int_equal(hbm_host_scan(&h, &o, &err), -1);
     assert_non_null(strstr(err.msg, "/proc/net/tcp"));
     assert_non_null(strstr(err.msg, "inode"));

@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/host.h"
 #include "hbm/procfs.h"
 #include "hbm/util.h"
@@ -44,8 +45,8 @@ static char devpath[PATH_MAX + 16];
 static int setup(void **state)
 {
     (void)state;
-    char t[] = "/tmp/hbm-host-live.XXXXXX";
-    if (!mkdtemp(t) || !realpath(t, tmpdir))
+    char t[PATH_MAX];
+    if (th_mkdtemp(t, sizeof t, "host-live") < 0 || !realpath(t, tmpdir))
         return -1;
     snprintf(devpath, sizeof devpath, "%s/fakedev0", tmpdir);
     int fd = open(devpath, O_CREAT | O_WRONLY, 0600);
@@ -69,9 +70,7 @@ static int teardown(void **state)
     for (int i = 0; i < nshmnames; i++)
         shm_unlink(shmnames[i]);
     nshmnames = 0;
-    unlink(devpath);
-    rmdir(tmpdir);
-    return 0;
+    return th_rmtree(tmpdir);
 }
 
 /* Called in both parent and child after fork: only the parent records. */
@@ -148,7 +147,7 @@ static void test_sysv(void **state)
     waitpid(c, NULL, 0);
     /* attached after the fork: a fork inherits attachments and its exit would become lpid */
     void *at = shmat(attached, NULL, 0);
-    assert_true(at != (void *)-1);
+    assert_ptr_not_equal(at, (void *)-1);
 
     hbm_host h;
     scan(&h, NULL, 0);
@@ -507,7 +506,7 @@ static void test_devshm(void **state)
     assert_non_null(hbm_host_find(&h, m));
     assert_non_null(hbm_host_find(&h, o));
     assert_true(h.devshm_total_bytes > 0);
-    assert_true(h.devshm_used_bytes >= 0 && h.devshm_used_bytes <= h.devshm_total_bytes);
+    assert_in_range(h.devshm_used_bytes, 0, h.devshm_total_bytes);
     hbm_host_free(&h);
 }
 

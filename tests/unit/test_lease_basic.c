@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers.h"
 #include "hbm/lease.h"
 #include "hbm/npusmi.h"
 #include "hbm/util.h"
@@ -23,17 +24,13 @@ static char dir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/hbm-lease-test.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
+    return th_mkdtemp(dir, sizeof dir, "lease-test");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_rmtree(dir);
 }
 
 static void test_acquire_query_release(void **state)
@@ -190,6 +187,7 @@ static void test_pick_domains(void **state)
     assert_string_equal(r.placement, "one HCCS domain");
     assert_non_null(strstr(why_of(&r, 1), "BUSY"));
     assert_int_equal(r.nrefused, 5);
+    assert_int_equal(r.nusable, 7);
     hbm_pick_result_free(&r);
 
     /* Four: only the second domain still has four free. */
@@ -208,12 +206,14 @@ static void test_pick_domains(void **state)
     assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
     assert_int_equal(r.n, 0);
     assert_non_null(strstr(why_of(&r, 0), "only 7 usable"));
+    assert_int_equal(r.nusable, 7);
     hbm_pick_result_free(&r);
 
     o.n = 1;
     o.min_free_bytes = 70 * HBM_GIB;
     assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
     assert_non_null(strstr(why_of(&r, 5), "less than --min-free"));
+    assert_int_equal(r.nusable, 0);
     hbm_pick_result_free(&r);
 
     /* Without a logic id an Ascend chip cannot be named in ASCEND_RT_VISIBLE_DEVICES. */
@@ -225,6 +225,7 @@ static void test_pick_domains(void **state)
     for (size_t i = 0; i < r.nrefused; i++)
         said |= strstr(r.refused[i].why, "no logic id") != NULL;
     assert_true(said);
+    assert_int_equal(r.nusable, 6);
     hbm_pick_result_free(&r);
 
     /* With no logic id anywhere (npu-smi text without `info -m`), a busy chip is refused
@@ -268,6 +269,7 @@ static void test_pick_leases(void **state)
     o.n = 1;
     assert_int_equal(hbm_pick(&obs, &o, &c, &err), 1);
     assert_non_null(strstr(why_of(&c, 2), "leased as 'a'"));
+    assert_int_equal(c.nusable, 0);
     hbm_pick_result_free(&c);
     hbm_pick_result_free(&a); /* drops a's leases */
     assert_int_equal(hbm_pick(&obs, &o, &c, &err), 0);

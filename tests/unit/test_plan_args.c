@@ -72,18 +72,28 @@ static void test_flag_table(void **state)
     assert_string_equal(f->name, "--max-model-len");
     assert_true(att);
     f = hbm_plan_flag_find("--port", &att);
-    assert_true(f && f->value && !att && f->use == HBM_PLAN_FLAG_IGNORED);
+    assert_non_null(f);
+    assert_true(f->value);
+    assert_false(att);
+    assert_int_equal(f->use, HBM_PLAN_FLAG_IGNORED);
     f = hbm_plan_flag_find("--trust-remote-code", NULL);
-    assert_true(f && !f->value);
+    assert_non_null(f);
+    assert_false(f->value);
     /* vLLM's --no- form of a boolean, but not of a flag that takes a value */
     f = hbm_plan_flag_find("--no-enable-prefix-caching", NULL);
-    assert_true(f && !strcmp(f->name, "--enable-prefix-caching"));
+    assert_non_null(f);
+    assert_string_equal(f->name, "--enable-prefix-caching");
     assert_null(hbm_plan_flag_find("--no-port", NULL));
     /* -O3 carries its value; a JSON flag's key takes one */
     f = hbm_plan_flag_find("-O3", &att);
-    assert_true(f && !strcmp(f->name, "-O") && att && f->use == HBM_PLAN_FLAG_UNMODELLED);
+    assert_non_null(f);
+    assert_string_equal(f->name, "-O");
+    assert_true(att);
+    assert_int_equal(f->use, HBM_PLAN_FLAG_UNMODELLED);
     f = hbm_plan_flag_find("--compilation-config.cudagraph_mode", &att);
-    assert_true(f && !strcmp(f->name, "--compilation-config") && !att);
+    assert_non_null(f);
+    assert_string_equal(f->name, "--compilation-config");
+    assert_false(att);
     assert_null(hbm_plan_flag_find("--max-model-lne", NULL));
     assert_null(hbm_plan_flag_find("--trust-remote-code.x", NULL)); /* keys of values only */
     /* every name is unique and found as itself */

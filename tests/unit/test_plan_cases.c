@@ -207,7 +207,7 @@ static void test_mla_needed(void **state)
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
     assert_int_equal(r.kv_bytes_per_token, 27 * 576 * 2);
     assert_false(r.fits);
-    assert_true(r.nerrors == 1);
+    assert_int_equal(r.nerrors, 1);
     printf("%s\n", r.errors[0].message);
     assert_non_null(strstr(r.errors[0].message, "models's max seq len (32768), (0.95 GiB KV "
                                                 "cache is needed, which is larger than the "

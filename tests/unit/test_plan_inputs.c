@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/plan.h"
 
 #define GIB 1073741824.0
@@ -147,39 +148,23 @@ static void check_served(const char *path, const char *want, const char *note)
     bool noted = false;
     for (size_t i = 0; i < r.nnotes; i++)
         noted |= note && strstr(r.notes[i], note) != NULL;
-    assert_true(noted == (note != NULL));
+    assert_int_equal(noted, note != NULL);
     hbm_plan_result_free(&r);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* the scratch directory of test_served_model, removed even when the test fails */
-static char dir[] = "/tmp/hbm-plan-served-XXXXXX";
-static const char *const scratch_files[] = {"model/config.json", "Qwen__Qwen3-14B.json",
-                                            "stray.safetensors", "bare.json", "model"};
+static char dir[PATH_MAX];
 
 static int scratch_make(void **state)
 {
     (void)state;
-    return mkdtemp(dir) ? 0 : -1;
+    return th_mkdtemp(dir, sizeof dir, "plan-served");
 }
 
 static int scratch_remove(void **state)
 {
     (void)state;
-    char p[512];
-    for (size_t i = 0; i < sizeof scratch_files / sizeof scratch_files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, scratch_files[i]);
-        if (unlink(p) < 0)
-            rmdir(p);
-    }
-    return rmdir(dir);
+    return th_rmtree(dir);
 }
 
 static void test_served_model(void **state)
@@ -197,16 +182,15 @@ static void test_served_model(void **state)
     assert_int_equal(mkdir(p, 0755), 0);
     snprintf(p, sizeof p, "%s/model/config.json", dir);
     snprintf(text, sizeof text, CFG, ", \"_name_or_path\": \"Qwen/Qwen3-14B\"");
-    write_file(p, text);
+    th_write_text(dir, "model/config.json", text);
     snprintf(want, sizeof want, "%s/model", dir);
     check_served(p, want, NULL);
     check_served(want, want, NULL);
     /* a config under another name, outside any model directory: its _name_or_path, noted;
      * the safetensors file next to it is not its weights */
     snprintf(p, sizeof p, "%s/Qwen__Qwen3-14B.json", dir);
-    write_file(p, text);
-    snprintf(want, sizeof want, "%s/stray.safetensors", dir);
-    write_file(want, "not a safetensors file");
+    th_write_text(dir, "Qwen__Qwen3-14B.json", text);
+    th_write_text(dir, "stray.safetensors", "not a safetensors file");
     check_served(p, "Qwen/Qwen3-14B", "serve its _name_or_path, Qwen/Qwen3-14B");
     hbm_plan_model m;
     hbm_plan_model_init(&m);
@@ -218,7 +202,7 @@ static void test_served_model(void **state)
     /* and without one: a MODEL to fill in, said so */
     snprintf(p, sizeof p, "%s/bare.json", dir);
     snprintf(text, sizeof text, CFG, "");
-    write_file(p, text);
+    th_write_text(dir, "bare.json", text);
     check_served(p, "MODEL", "in place of MODEL");
     /* a hub name as given stays as given */
     hbm_plan_input in;

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/plan.h"
 
 #define GIB 1073741824.0
@@ -154,10 +155,10 @@ static void test_hybrid_linear(void **state)
 static void test_sliding_window(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/hbm-plan-sw-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char p[128];
-    snprintf(p, sizeof p, "%s/config.json", dir);
+    char dir[PATH_MAX];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-sw"), 0);
+    char p[PATH_MAX];
+    th_path(p, sizeof p, dir, "config.json");
     FILE *f = fopen(p, "w");
     assert_non_null(f);
     fprintf(f, "{\"model_type\":\"gpt_oss\",\"hidden_size\":2880,\"num_hidden_layers\":24,"
@@ -183,8 +184,7 @@ static void test_sliding_window(void **state)
     double per_req = 1024.0 + (double)((127 + 8192 + 15) / 16 + 1);
     assert_true(fabs(r.max_concurrency - (double)blocks / per_req) < 1e-9);
     hbm_plan_result_free(&r);
-    unlink(p);
-    rmdir(dir);
+    assert_int_equal(th_rmtree(dir), 0);
 }
 
 static void test_version_rules(void **state)

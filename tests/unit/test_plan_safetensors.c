@@ -16,38 +16,28 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/plan.h"
 
-static char dir[64];
+static char dir[PATH_MAX];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/hbm-plan-st-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return th_mkdtemp(dir, sizeof dir, "plan-st");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_rmtree(dir);
 }
 
 static char *path_of(const char *name)
 {
-    static char p[256];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    static char p[PATH_MAX];
+    th_path(p, sizeof p, dir, name);
     return p;
-}
-
-static void write_text(const char *name, const char *text)
-{
-    FILE *f = fopen(path_of(name), "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* A safetensors file with the given header; data_bytes of real zero data after it.
@@ -110,7 +100,7 @@ static void test_corrupt_length(void **state)
     printf("%s\n", err.msg);
     assert_non_null(strstr(err.msg, "huge.safetensors: header length 4294967296 at offset 0 is absurd"));
     /* too short to hold a length */
-    write_text("short.safetensors", "abc");
+    th_write_text(dir, "short.safetensors", "abc");
     assert_int_equal(hbm_plan_safetensors_file(path_of("short.safetensors"), &s, &err), -1);
     assert_non_null(strstr(err.msg, "too short"));
     /* not JSON */
@@ -143,7 +133,7 @@ static void test_shards_and_model_dir(void **state)
     char sub[128];
     snprintf(sub, sizeof sub, "%s/sharded", dir);
     assert_int_equal(mkdir(sub, 0755), 0);
-    write_text("sharded/config.json", small_config);
+    th_write_text(dir, "sharded/config.json", small_config);
     write_st("sharded/model-00001-of-00002.safetensors",
              "{\"model.embed_tokens.weight\":{\"dtype\":\"BF16\",\"shape\":[100,64],"
              "\"data_offsets\":[0,12800]}}",
@@ -155,7 +145,7 @@ static void test_shards_and_model_dir(void **state)
     /* a stray file the index does not name must not count */
     write_st("sharded/stray.safetensors",
              "{\"s\":{\"dtype\":\"U8\",\"shape\":[7],\"data_offsets\":[0,7]}}", 7, 0);
-    write_text("sharded/model.safetensors.index.json",
+    th_write_text(dir, "sharded/model.safetensors.index.json",
                "{\"metadata\":{\"total_size\":13210},\"weight_map\":{"
                "\"model.embed_tokens.weight\":\"model-00001-of-00002.safetensors\","
                "\"w\":\"model-00002-of-00002.safetensors\","
@@ -190,7 +180,7 @@ static void test_shards_and_model_dir(void **state)
 
     /* an index naming a missing shard */
     unlink(path_of("sharded/stray.safetensors"));
-    write_text("sharded/model.safetensors.index.json",
+    th_write_text(dir, "sharded/model.safetensors.index.json",
                "{\"weight_map\":{\"w\":\"model-00003-of-00003.safetensors\"}}");
     hbm_plan_model_init(&m);
     assert_int_equal(hbm_plan_model_load(sub, &m, &err), -1);
@@ -204,7 +194,7 @@ static void test_estimate_without_weights(void **state)
     char sub[128];
     snprintf(sub, sizeof sub, "%s/noweights", dir);
     assert_int_equal(mkdir(sub, 0755), 0);
-    write_text("noweights/config.json", small_config);
+    th_write_text(dir, "noweights/config.json", small_config);
     hbm_plan_model m;
     hbm_plan_model_init(&m);
     hbm_err err = {{0}};

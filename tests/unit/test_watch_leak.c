@@ -216,7 +216,7 @@ static void test_spikes_on_staircase(void **state)
         if (hbm_leak_add(&d, i, x, -1)->leak)
             reported = i;
     }
-    assert_true(reported >= 50 && reported < 55); /* during the third step */
+    assert_in_range(reported, 50, 54); /* during the third step */
 }
 
 static void test_threshold_crossing(void **state)
@@ -236,11 +236,11 @@ static void test_threshold_crossing(void **state)
         const hbm_leak_status *st = hbm_leak_add(&d, i, x, total);
         if (st->events & HBM_LEAK_EV_CROSS_UP) {
             up++;
-            assert_true(i >= 100 && i < 106);
+            assert_in_range(i, 100, 105);
         }
         if (st->events & HBM_LEAK_EV_CROSS_DOWN) {
             down++;
-            assert_true(i >= 200 && i < 206);
+            assert_in_range(i, 200, 205);
         }
     }
     assert_int_equal(up, 1);
@@ -293,7 +293,7 @@ static void test_unknown_and_params(void **state)
     assert_int_equal(d.p.window, HBM_LEAK_WINDOW_MAX);
     assert_int_equal(d.p.hold, 1);
     assert_int_equal(d.p.steps, 1);
-    assert_true(d.p.noise_k == 0);
+    assert_float_equal(d.p.noise_k, 0.0, 0.0);
     for (int i = 0; i < 40; i++)
         assert_false(hbm_leak_add(&d, i, HBM_UNKNOWN, -1)->ready);
 }

@@ -1,4 +1,5 @@
-/* The field notes' start-ups (seeds 000, 001, 004) planned before launch. */
+/* Reported start-ups planned before launch: a 14B model beside an orphan, a 32B model too
+ * big for one 910B, a 72B MoE on TP 4. */
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "hbm/plan.h"
 
 #define GIB 1073741824.0
@@ -31,9 +33,9 @@ static const hbm_plan_rec *find_rec(const hbm_plan_result *r, const char *kind)
     return NULL;
 }
 
-/* Seed 000: XiYanSQL-QwenCoder-14B (Qwen2.5-14B architecture, bf16) on a 43.24 GiB Ascend
+/* XiYanSQL-QwenCoder-14B (Qwen2.5-14B architecture, bf16) on a 43.24 GiB Ascend
  * device where an orphaned EngineCore holds ~26 GB: 16.58 GiB free, utilisation 0.85. */
-static void test_seed000(void **state)
+static void test_qwen14b_beside_orphan_310p3(void **state)
 {
     (void)state;
     hbm_plan_input in;
@@ -86,8 +88,8 @@ static void test_seed000(void **state)
     hbm_plan_result_free(&r);
 }
 
-/* Seed 001: Qwen2.5-32B bf16 does not fit one 64 GB 910B; TP 2 or more does. */
-static void test_seed001(void **state)
+/* Qwen2.5-32B bf16 does not fit one 64 GB 910B; TP 2 or more does. */
+static void test_qwen32b_needs_tp2_on_910b(void **state)
 {
     (void)state;
     hbm_plan_input in;
@@ -140,40 +142,37 @@ static void write_sparse_shard(const char *path, const char *tensor, int64_t byt
     close(fd);
 }
 
-/* Seed 004: openPangu-72B with the seed's own facts: 50 layers, 80 routed experts, 8 per
- * token, 4 KV heads, bf16, 128K context, ~144 GB of weights. ASSUMED (the seed does not
+/* openPangu-72B with the reported facts: 50 layers, 80 routed experts, 8 per
+ * token, 4 KV heads, bf16, 128K context, ~144 GB of weights. ASSUMED (the report does not
  * say): hidden_size 8192, 64 attention heads, head_dim 128, moe_intermediate_size 1536,
  * vocab 153600. TP 4 on 64 GB 910B, utilisation 0.85, block size 128, vllm-ascend 0.11.0. */
-static void test_seed004(void **state)
+static void test_pangu72b_tp4_kv_budget(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/hbm-plan-pangu-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char p[256];
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"architectures\":[\"PanguProMoEForCausalLM\"],\"model_type\":\"pangu\","
-               "\"num_hidden_layers\":50,\"n_routed_experts\":80,\"num_experts_per_tok\":8,"
-               "\"num_key_value_heads\":4,\"torch_dtype\":\"bfloat16\","
-               "\"max_position_embeddings\":131072,"
-               "\"hidden_size\":8192,\"num_attention_heads\":64,\"head_dim\":128,"
-               "\"moe_intermediate_size\":1536,\"vocab_size\":153600}\n");
-    fclose(f);
+    char dir[PATH_MAX];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
+    th_write_text(dir, "config.json",
+                  "{\"architectures\":[\"PanguProMoEForCausalLM\"],\"model_type\":\"pangu\","
+                  "\"num_hidden_layers\":50,\"n_routed_experts\":80,\"num_experts_per_tok\":8,"
+                  "\"num_key_value_heads\":4,\"torch_dtype\":\"bfloat16\","
+                  "\"max_position_embeddings\":131072,"
+                  "\"hidden_size\":8192,\"num_attention_heads\":64,\"head_dim\":128,"
+                  "\"moe_intermediate_size\":1536,\"vocab_size\":153600}\n");
     /* 144 GB in four shards with an index, as checkpoints ship */
-    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-    f = fopen(p, "w");
-    assert_non_null(f);
-    fprintf(f, "{\"metadata\":{\"total_size\":144000000000},\"weight_map\":{");
+    char index[512];
+    int at = snprintf(index, sizeof index,
+                      "{\"metadata\":{\"total_size\":144000000000},\"weight_map\":{");
     for (int i = 1; i <= 4; i++) {
-        char shard[300];
-        snprintf(shard, sizeof shard, "%s/model-0000%d-of-00004.safetensors", dir, i);
+        char name[64], shard[PATH_MAX];
+        snprintf(name, sizeof name, "model-0000%d-of-00004.safetensors", i);
+        th_path(shard, sizeof shard, dir, name);
         write_sparse_shard(shard, i == 1 ? "model.embed_tokens.weight" : "model.layers.w",
                            36000000000LL);
-        fprintf(f, "%s\"t%d\":\"model-0000%d-of-00004.safetensors\"", i > 1 ? "," : "", i, i);
+        at += snprintf(index + at, sizeof index - (size_t)at, "%s\"t%d\":\"%s\"",
+                       i > 1 ? "," : "", i, name);
     }
-    fprintf(f, "}}\n");
-    fclose(f);
+    snprintf(index + at, sizeof index - (size_t)at, "}}\n");
+    th_write_text(dir, "model.safetensors.index.json", index);
 
     const hbm_plan_device *d = hbm_plan_device_find("910B");
     assert_non_null(d);
@@ -194,7 +193,7 @@ static void test_seed004(void **state)
         if (hbm_plan_run(&in, &r, &err) < 0)
             fail_msg("%s", err.msg);
         print_result(&r);
-        printf("seed 004 at max-model-len %lld: %lld KV tokens, max concurrency %.2fx\n",
+        printf("openPangu-72B at max-model-len %lld: %lld KV tokens, max concurrency %.2fx\n",
                (long long)r.max_model_len, (long long)r.kv_cache_tokens, r.max_concurrency);
         assert_false(r.model.weights_estimated);
         assert_int_equal(r.model.weights_bytes, 144000000000LL);
@@ -210,23 +209,15 @@ static void test_seed004(void **state)
         assert_true(r.max_concurrency >= 1.0);
         hbm_plan_result_free(&r);
     }
-    for (int i = 1; i <= 4; i++) {
-        snprintf(p, sizeof p, "%s/model-0000%d-of-00004.safetensors", dir, i);
-        unlink(p);
-    }
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
-    unlink(p);
-    rmdir(dir);
+    assert_int_equal(th_rmtree(dir), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_seed000),
-        cmocka_unit_test(test_seed001),
-        cmocka_unit_test(test_seed004),
+        cmocka_unit_test(test_qwen14b_beside_orphan_310p3),
+        cmocka_unit_test(test_qwen32b_needs_tp2_on_910b),
+        cmocka_unit_test(test_pangu72b_tp4_kv_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

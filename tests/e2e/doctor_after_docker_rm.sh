@@ -1,5 +1,5 @@
 #!/bin/bash
-# The seed 000 scene (examples/seed000-broken-host.snapshot.json): after `docker rm -f`, a
+# The scene after `docker rm -f` (examples/310P3-after-docker-rm.snapshot.json): after `docker rm -f`, a
 # vLLM EngineCore outlives its container holding ~26 GB of a 310P3, and npu-smi shows
 # Hugepages-Usage at 100%. doctor must say truthfully that the column counts the card's own
 # memory held by that process (not host hugepages), that ending the process is the remedy
@@ -10,10 +10,10 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-snap="$HBM_SRC/examples/seed000-broken-host.snapshot.json"
+snap="$HBM_SRC/examples/310P3-after-docker-rm.snapshot.json"
 pid=2871044
 "$HBMCTL" doctor --snapshot "$snap" --json >"$tmp/d.json"
-check "doctor exits 1 on the seed 000 scene" [ $? -eq 1 ]
+check "doctor exits 1 on the scene after docker rm -f" [ $? -eq 1 ]
 f() { jq -r ".findings[] | select(.id == \"$1\") | $2" "$tmp/d.json"; }
 check "the Hugepages-Usage column is explained as device memory" \
     bash -c "jq -r '.findings[] | select(.id == \"device-hugepages-full\") | .summary' '$tmp/d.json' | grep -q \"card's own memory held by its processes, not host hugepages\""

@@ -1,6 +1,9 @@
 /* Snapshot JSON (schema hbmctl.snapshot/1): writing and reading back an observation.
- * Unknown values are null. Reading is strict about types and names the offending field. */
+ * Unknown values are null. Reading is strict about types and names the offending field.
+ * Each object's fields are listed once, in one table per struct that both directions walk
+ * in order, so the writer and the reader cannot disagree on a name, a type or null. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,242 +12,69 @@
 #include "hbm/snapshot.h"
 #include "hbm/verdict.h"
 
-static json_t *jint(int64_t v)
-{
-    return v < 0 ? json_null() : json_integer(v);
-}
-
-static json_t *jreal(double v)
-{
-    return isnan(v) ? json_null() : json_real(v);
-}
-
-static json_t *jstr_or_null(const char *s)
-{
-    return s && *s ? json_string(s) : json_null();
-}
-
-static void set(json_t *o, const char *k, json_t *v)
-{
-    json_object_set_new(o, k, v);
-}
-
-static json_t *proc_to_json(const hbm_dproc *p)
-{
-    json_t *o = json_object();
-    set(o, "pid", jint(p->pid));
-    set(o, "name", jstr_or_null(p->name));
-    set(o, "memory_bytes", jint(p->memory_bytes));
-    set(o, "container", jstr_or_null(p->container));
-    set(o, "pid_in_container", jint(p->pid_in_container));
-    set(o, "state", json_string(hbm_pid_state_name(p->state)));
-    set(o, "state_why", jstr_or_null(p->state_why));
-    return o;
-}
-
-static json_t *device_to_json(const hbm_device *d)
-{
-    json_t *o = json_object();
-    set(o, "vendor", json_string(hbm_vendor_name(d->vendor)));
-    set(o, "index", jint(d->index));
-    set(o, "chip", jint(d->chip));
-    set(o, "logic_id", jint(d->logic_id));
-    set(o, "phy_id", jint(d->phy_id));
-    set(o, "name", json_string(d->name));
-    set(o, "bus_id", jstr_or_null(d->bus_id));
-    set(o, "uuid", jstr_or_null(d->uuid));
-    set(o, "health", jstr_or_null(d->health));
-    set(o, "power_watts", jreal(d->power_watts));
-    set(o, "temperature_celsius", jreal(d->temperature_celsius));
-    set(o, "utilization_ratio", jreal(d->utilization_ratio));
-    set(o, "memory_used_bytes", jint(d->memory_used_bytes));
-    set(o, "memory_total_bytes", jint(d->memory_total_bytes));
-    set(o, "memory_reserved_bytes", jint(d->memory_reserved_bytes));
-    set(o, "hugepages_used", jint(d->hugepages_used));
-    set(o, "hugepages_total", jint(d->hugepages_total));
-    set(o, "ddr_used_bytes", jint(d->ddr_used_bytes));
-    set(o, "ddr_total_bytes", jint(d->ddr_total_bytes));
-    set(o, "mig", jstr_or_null(d->mig));
-    set(o, "verdict", json_string(hbm_verdict_name(d->verdict)));
-    set(o, "reason", json_string(d->reason));
-    set(o, "processes_known", json_boolean(d->procs_known));
-    set(o, "processes_truncated", json_boolean(d->procs_truncated));
-    json_t *ps = json_array();
-    for (size_t i = 0; i < d->nprocs; i++)
-        json_array_append_new(ps, proc_to_json(&d->procs[i]));
-    set(o, "processes", ps);
-    return o;
-}
-
-static json_t *strs_to_json(char *const *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++)
-        json_array_append_new(a, json_string(v[i]));
-    return a;
-}
-
-static json_t *hproc_to_json(const hbm_hproc *p)
-{
-    json_t *o = json_object();
-    set(o, "pid", json_integer(p->pid));
-    set(o, "ppid", json_integer(p->ppid));
-    char st[2] = {p->state ? p->state : '?', 0};
-    set(o, "state", json_string(st));
-    set(o, "starttime", json_integer((json_int_t)p->starttime));
-    set(o, "uid", json_integer(p->uid));
-    set(o, "comm", json_string(p->comm));
-    set(o, "cmdline", json_string(p->cmdline ? p->cmdline : ""));
-    set(o, "cgroup", jstr_or_null(p->cgroup));
-    set(o, "container_id", jstr_or_null(p->container_id));
-    set(o, "runtime", jstr_or_null(p->runtime));
-    set(o, "pod_uid", jstr_or_null(p->pod_uid));
-    set(o, "cgroup_gone", json_boolean(p->cgroup_gone));
-    json_t *ns = json_array();
-    for (int i = 0; i < p->nnspid && i < 8; i++)
-        json_array_append_new(ns, json_integer(p->nspid[i]));
-    set(o, "nspid", ns);
-    set(o, "wchan", jstr_or_null(p->wchan));
-    set(o, "zombie_live_threads", json_integer(p->zombie_live_threads));
-    set(o, "device_files", strs_to_json(p->dev_paths, p->ndev_paths));
-    set(o, "visible_devices", jstr_or_null(p->visible_devices));
-    return o;
-}
-
-static json_t *host_to_json(const hbm_host *h)
-{
-    json_t *o = json_object();
-    set(o, "sees_host_pids", json_boolean(h->sees_host_pids));
-    set(o, "sees_host_pids_why", json_string(h->sees_host_pids_why));
-    set(o, "clk_tck", json_integer(h->clk_tck));
-    set(o, "boot_time", h->boot_time > 0 ? json_real(h->boot_time) : json_null());
-    json_t *a = json_array();
-    for (size_t i = 0; i < h->nprocs; i++)
-        json_array_append_new(a, hproc_to_json(&h->procs[i]));
-    set(o, "holders", a);
-    a = json_array();
-    for (size_t i = 0; i < h->nsysv; i++) {
-        const hbm_sysv_seg *s = &h->sysv[i];
-        json_t *e = json_object();
-        char key[24];
-        snprintf(key, sizeof key, "0x%08llx", (unsigned long long)(uint32_t)s->key);
-        set(e, "key", json_string(key));
-        set(e, "shmid", json_integer(s->shmid));
-        set(e, "perms", json_integer(s->perms));
-        set(e, "size_bytes", json_integer((json_int_t)s->size));
-        set(e, "cpid", json_integer(s->cpid));
-        set(e, "lpid", json_integer(s->lpid));
-        set(e, "nattch", json_integer((json_int_t)s->nattch));
-        set(e, "uid", json_integer(s->uid));
-        set(e, "cuid", json_integer(s->cuid));
-        set(e, "atime", json_integer(s->atime));
-        set(e, "dtime", json_integer(s->dtime));
-        set(e, "ctime", json_integer(s->ctime));
-        set(e, "cpid_alive", json_boolean(s->cpid_alive));
-        set(e, "lpid_alive", json_boolean(s->lpid_alive));
-        json_array_append_new(a, e);
-    }
-    set(o, "sysv_shm", a);
-    a = json_array();
-    for (size_t i = 0; i < h->nposix; i++) {
-        const hbm_posix_shm *s = &h->posix[i];
-        json_t *e = json_object();
-        set(e, "path", json_string(s->path));
-        set(e, "size_bytes", json_integer((json_int_t)s->size));
-        set(e, "uid", json_integer(s->uid));
-        set(e, "mtime", json_integer(s->mtime));
-        json_t *hs = json_array();
-        for (size_t j = 0; j < s->nholders; j++)
-            json_array_append_new(hs, json_integer(s->holders[j]));
-        set(e, "holders", hs);
-        json_array_append_new(a, e);
-    }
-    set(o, "posix_shm", a);
-    a = json_array();
-    for (size_t i = 0; i < h->nhuge; i++) {
-        const hbm_hugepages *p = &h->huge[i];
-        json_t *e = json_object();
-        set(e, "node", p->node < 0 ? json_null() : json_integer(p->node));
-        set(e, "page_size_bytes", json_integer((json_int_t)p->page_size_bytes));
-        set(e, "total", jint(p->total));
-        set(e, "free", jint(p->free));
-        set(e, "rsvd", jint(p->rsvd));
-        set(e, "surp", jint(p->surp));
-        json_array_append_new(a, e);
-    }
-    set(o, "hugepages", a);
-    json_t *thp = json_object();
-    set(thp, "enabled", jstr_or_null(h->thp));
-    set(thp, "defrag", jstr_or_null(h->thp_defrag));
-    set(o, "thp", thp);
-    json_t *shm = json_object();
-    set(shm, "total_bytes", jint(h->devshm_total_bytes));
-    set(shm, "used_bytes", jint(h->devshm_used_bytes));
-    set(o, "dev_shm", shm);
-    a = json_array();
-    for (size_t i = 0; i < h->nlisteners; i++) {
-        const hbm_listener *l = &h->listeners[i];
-        json_t *e = json_object();
-        set(e, "addr", json_string(l->addr));
-        set(e, "port", json_integer(l->port));
-        set(e, "inode", json_integer((json_int_t)l->inode));
-        set(e, "pid", l->pid < 0 ? json_null() : json_integer(l->pid));
-        json_array_append_new(a, e);
-    }
-    set(o, "listeners", a);
-    return o;
-}
-
-static void fmt_time(char *buf, size_t n, double t)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-json_t *hbm_snapshot_to_json(const hbm_obs *obs)
-{
-    json_t *o = json_object();
-    set(o, "schema", json_string(HBM_SNAPSHOT_SCHEMA));
-    set(o, "backend", json_string(obs->backend));
-    set(o, "backend_why", jstr_or_null(obs->backend_why));
-    char ts[40];
-    fmt_time(ts, sizeof ts, obs->captured_at);
-    set(o, "captured_at", obs->captured_at > 0 ? json_string(ts) : json_null());
-    set(o, "hostname", jstr_or_null(obs->hostname));
-    set(o, "tool_version", json_string(obs->tool_version));
-    set(o, "driver_version", jstr_or_null(obs->driver_version));
-    set(o, "source", jstr_or_null(obs->source));
-    set(o, "partial", json_boolean(obs->partial));
-    set(o, "partial_why", jstr_or_null(obs->partial_why));
-    json_t *devs = json_array();
-    for (size_t i = 0; i < obs->ndevs; i++)
-        json_array_append_new(devs, device_to_json(&obs->devs[i]));
-    set(o, "devices", devs);
-    if (obs->topo) {
-        json_t *m = json_array();
-        for (size_t i = 0; i < obs->ndevs; i++) {
-            json_t *row = json_array();
-            for (size_t j = 0; j < obs->ndevs; j++)
-                json_array_append_new(row, json_string(hbm_link_name(hbm_obs_link(obs, i, j))));
-            json_array_append_new(m, row);
-        }
-        set(o, "topology", m);
-    } else {
-        set(o, "topology", json_null());
-    }
-    set(o, "host", obs->has_host ? host_to_json(&obs->host) : json_null());
-    return o;
-}
-
-/* ---- reading ---- */
-
 typedef struct rd {
     const char *name;
     hbm_err *err;
     char path[160]; /* e.g. devices[2].processes[0] */
 } rd;
+
+/* How a member is written and read. */
+typedef enum fkind {
+    F_I64,     /* int64_t; negative written null; null read as HBM_UNKNOWN */
+    F_I64_RAW, /* int64_t written as it is; null read as HBM_UNKNOWN */
+    F_U64,     /* uint64_t; null (or negative) read as 0 */
+    F_INT,     /* int written as it is; null read as -1, beyond 32 bits refused */
+    F_INT_OPT, /* the same, a negative int written null */
+    F_INT_LAX, /* int; anything but an integer read as 0 */
+    F_REAL,    /* double; NAN is null */
+    F_STR,     /* char array; "" written null */
+    F_STRZ,    /* char array, written even when "" */
+    F_DUP,     /* owned char *; NULL is null */
+    F_DUPZ,    /* owned char *, written "" when NULL and read "" when null */
+    F_BOOL,    /* only true reads as true */
+    F_NESTED,  /* a JSON object whose fields are members of the same struct */
+    F_LIST,    /* a JSON array of objects: an owned array and its count */
+    F_CUSTOM,  /* put and get below */
+} fkind;
+
+enum {
+    F_REQUIRED = 1, /* missing or null is an error */
+    F_OUT = 2,      /* written only: the reader recomputes or sets it (verdicts, source) */
+};
+
+typedef struct field field;
+typedef struct list_desc list_desc;
+
+struct field {
+    const char *key;
+    fkind kind;
+    unsigned flags;
+    size_t off, size;
+    const field *sub;      /* F_NESTED: the sub-object's fields, ending in a NULL key */
+    const list_desc *list; /* F_LIST */
+    json_t *(*put)(const void *obj);                     /* F_CUSTOM */
+    int (*get)(rd *r, const json_t *o, void *obj);       /* F_CUSTOM; NULL: read elsewhere */
+};
+
+/* An array member: elements of elem bytes, the pointer at items, the size_t count at count,
+ * each element an object of fields; path names an element in messages (absolute, or NULL:
+ * the key after the enclosing object's path). */
+struct list_desc {
+    size_t elem, items, count;
+    const field *fields;
+    const char *path;
+};
+
+#define MEMBER(T, m) offsetof(T, m), sizeof(((T *)0)->m)
+#define FLD(T, k, kind, m) {k, kind, 0, MEMBER(T, m), NULL, NULL, NULL, NULL}
+#define FLDF(T, k, kind, flags, m) {k, kind, flags, MEMBER(T, m), NULL, NULL, NULL, NULL}
+#define NESTED(k, sub) {k, F_NESTED, 0, 0, 0, sub, NULL, NULL, NULL}
+#define LIST(k, desc) {k, F_LIST, 0, 0, 0, NULL, &(desc), NULL, NULL}
+#define CUSTOM(k, put, get) {k, F_CUSTOM, 0, 0, 0, NULL, NULL, put, get}
+#define END {NULL, F_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL}
+
+#define AT(obj, f, T) ((T *)(void *)((char *)(obj) + (f)->off))
+#define CAT(obj, f, T) ((const T *)(const void *)((const char *)(obj) + (f)->off))
 
 static int bad(rd *r, const char *field, const char *what)
 {
@@ -252,15 +82,84 @@ static int bad(rd *r, const char *field, const char *what)
                        field, what);
 }
 
-static int get_int(rd *r, const json_t *o, const char *k, int64_t *out, bool nullable)
+static json_t *jint(int64_t v)
+{
+    return v < 0 ? json_null() : json_integer(v);
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+/* ---- the two directions of one field kind ---- */
+
+static json_t *put_fields(const void *obj, const field *fs);
+
+static json_t *put_list(const void *obj, const list_desc *l)
+{
+    json_t *a = json_array();
+    const char *items = *(char *const *)(const void *)((const char *)obj + l->items);
+    size_t n = *(const size_t *)(const void *)((const char *)obj + l->count);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, put_fields(items + i * l->elem, l->fields));
+    return a;
+}
+
+static json_t *put_field(const void *obj, const field *f)
+{
+    switch (f->kind) {
+    case F_I64: return jint(*CAT(obj, f, int64_t));
+    case F_I64_RAW: return json_integer(*CAT(obj, f, int64_t));
+    case F_U64: return json_integer((json_int_t)*CAT(obj, f, uint64_t));
+    case F_INT:
+    case F_INT_LAX: return json_integer(*CAT(obj, f, int));
+    case F_INT_OPT: return jint(*CAT(obj, f, int));
+    case F_REAL: {
+        double v = *CAT(obj, f, double);
+        return isnan(v) ? json_null() : json_real(v);
+    }
+    case F_STR: return jstr_or_null(CAT(obj, f, char));
+    case F_STRZ: return json_string(CAT(obj, f, char));
+    case F_DUP: return jstr_or_null(*CAT(obj, f, char *));
+    case F_DUPZ: {
+        const char *s = *CAT(obj, f, char *);
+        return json_string(s ? s : "");
+    }
+    case F_BOOL: return json_boolean(*CAT(obj, f, bool));
+    case F_NESTED: return put_fields(obj, f->sub);
+    case F_LIST: return put_list(obj, f->list);
+    case F_CUSTOM: break;
+    }
+    return f->put(obj);
+}
+
+static json_t *put_fields(const void *obj, const field *fs)
+{
+    json_t *o = json_object();
+    for (const field *f = fs; f->key; f++)
+        json_object_set_new(o, f->key, put_field(obj, f));
+    return o;
+}
+
+/* A present, non-null value of k, or NULL (an error when the field is required). */
+static const json_t *get_value(rd *r, const json_t *o, const char *k, bool required, int *rc)
 {
     json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v)) {
-        if (!nullable)
-            return bad(r, k, v ? "must not be null" : "missing");
-        *out = HBM_UNKNOWN;
-        return 0;
-    }
+    if (v && !json_is_null(v))
+        return v;
+    if (required)
+        *rc = bad(r, k, v ? "must not be null" : "missing");
+    return NULL;
+}
+
+static int get_int(rd *r, const json_t *o, const char *k, int64_t *out, bool required)
+{
+    int rc = 0;
+    const json_t *v = get_value(r, o, k, required, &rc);
+    *out = HBM_UNKNOWN;
+    if (!v)
+        return rc;
     if (!json_is_integer(v))
         return bad(r, k, "must be an integer");
     if (json_integer_value(v) < 0)
@@ -269,24 +168,12 @@ static int get_int(rd *r, const json_t *o, const char *k, int64_t *out, bool nul
     return 0;
 }
 
-static int get_real(rd *r, const json_t *o, const char *k, double *out)
-{
-    json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v)) {
-        *out = NAN;
-        return 0;
-    }
-    if (!json_is_number(v))
-        return bad(r, k, "must be a number");
-    *out = json_number_value(v);
-    return 0;
-}
-
 static int get_str(rd *r, const json_t *o, const char *k, char *buf, size_t n)
 {
-    json_t *v = json_object_get(o, k);
+    int rc = 0;
+    const json_t *v = get_value(r, o, k, false, &rc);
     buf[0] = '\0';
-    if (!v || json_is_null(v))
+    if (!v)
         return 0;
     if (!json_is_string(v))
         return bad(r, k, "must be a string");
@@ -294,45 +181,446 @@ static int get_str(rd *r, const json_t *o, const char *k, char *buf, size_t n)
     return 0;
 }
 
-static char *get_dup(rd *r, const json_t *o, const char *k, int *rc)
-{
-    json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_string(v)) {
-        *rc = bad(r, k, "must be a string");
-        return NULL;
-    }
-    return hbm_xstrdup(json_string_value(v));
-}
-
-static bool get_bool(const json_t *o, const char *k)
-{
-    return json_is_true(json_object_get(o, k));
-}
-
 static int get_array(rd *r, const json_t *o, const char *k, json_t **out)
 {
     json_t *v = json_object_get(o, k);
-    if (!v || json_is_null(v)) {
-        *out = NULL;
+    *out = NULL;
+    if (!v || json_is_null(v))
         return 0;
-    }
     if (!json_is_array(v))
         return bad(r, k, "must be an array");
     *out = v;
     return 0;
 }
 
-static hbm_pid_state parse_pid_state(const char *s)
+static int get_fields(rd *r, const json_t *o, void *obj, const field *fs);
+
+/* Appends "key[i]" (or the list's own path) to r->path for each element. */
+static int get_list(rd *r, const json_t *o, void *obj, const field *f)
 {
-    for (int st = HBM_PID_UNCHECKED; st <= HBM_PID_ABANDONED; st++)
-        if (strcmp(hbm_pid_state_name((hbm_pid_state)st), s) == 0)
-            return (hbm_pid_state)st;
-    return HBM_PID_UNCHECKED;
+    const list_desc *l = f->list;
+    json_t *a, *e;
+    if (get_array(r, o, f->key, &a) < 0)
+        return -1;
+    if (!a)
+        return 0;
+    char **items = (char **)(void *)((char *)obj + l->items);
+    size_t *n = (size_t *)(void *)((char *)obj + l->count);
+    *items = hbm_xcalloc(json_array_size(a) ? json_array_size(a) : 1, l->elem);
+    size_t base = strlen(r->path), i;
+    json_array_foreach(a, i, e) {
+        if (l->path)
+            snprintf(r->path, sizeof r->path, "%s[%zu]", l->path, i);
+        else
+            snprintf(r->path + base, sizeof r->path - base, "%s%s[%zu]", base ? "." : "",
+                     f->key, i);
+        if (!json_is_object(e))
+            return bad(r, "", "must be an object");
+        void *x = *items + (*n)++ * l->elem;
+        if (get_fields(r, e, x, l->fields) < 0)
+            return -1;
+    }
+    r->path[l->path ? 0 : base] = '\0';
+    return 0;
 }
 
-static int read_device(rd *r, const json_t *o, hbm_obs *obs)
+static int get_dup(rd *r, const json_t *o, const field *f, char **out)
+{
+    int rc = 0;
+    const json_t *v = get_value(r, o, f->key, f->flags & F_REQUIRED, &rc);
+    *out = NULL;
+    if (!v)
+        return rc;
+    if (!json_is_string(v))
+        return bad(r, f->key, "must be a string");
+    *out = hbm_xstrdup(json_string_value(v));
+    return 0;
+}
+
+static int get_int32(rd *r, const json_t *o, const char *k, int *out)
+{
+    int64_t v;
+    if (get_int(r, o, k, &v, false) < 0)
+        return -1;
+    if (v > 0x7fffffff)
+        return bad(r, k, "out of range");
+    *out = v < 0 ? -1 : (int)v;
+    return 0;
+}
+
+static int get_field(rd *r, const json_t *o, void *obj, const field *f)
+{
+    bool req = f->flags & F_REQUIRED;
+    int64_t v;
+    switch (f->kind) {
+    case F_I64:
+    case F_I64_RAW: return get_int(r, o, f->key, AT(obj, f, int64_t), req);
+    case F_U64:
+        if (get_int(r, o, f->key, &v, req) < 0)
+            return -1;
+        *AT(obj, f, uint64_t) = v < 0 ? 0 : (uint64_t)v;
+        return 0;
+    case F_INT:
+    case F_INT_OPT: return get_int32(r, o, f->key, AT(obj, f, int));
+    case F_INT_LAX: {
+        json_t *x = json_object_get(o, f->key);
+        *AT(obj, f, int) = json_is_integer(x) ? (int)json_integer_value(x) : 0;
+        return 0;
+    }
+    case F_REAL: {
+        const json_t *x = get_value(r, o, f->key, false, &(int){0});
+        *AT(obj, f, double) = x ? json_number_value(x) : NAN;
+        return !x || json_is_number(x) ? 0 : bad(r, f->key, "must be a number");
+    }
+    case F_STR:
+    case F_STRZ: return get_str(r, o, f->key, AT(obj, f, char), f->size);
+    case F_DUP: return get_dup(r, o, f, AT(obj, f, char *));
+    case F_DUPZ: {
+        char **s = AT(obj, f, char *);
+        int rc = get_dup(r, o, f, s);
+        if (rc == 0 && !*s)
+            *s = hbm_xstrdup("");
+        return rc;
+    }
+    case F_BOOL: *AT(obj, f, bool) = json_is_true(json_object_get(o, f->key)); return 0;
+    case F_NESTED: {
+        json_t *x = json_object_get(o, f->key);
+        return json_is_object(x) ? get_fields(r, x, obj, f->sub) : 0;
+    }
+    case F_LIST: return get_list(r, o, obj, f);
+    case F_CUSTOM: break;
+    }
+    return f->get ? f->get(r, o, obj) : 0;
+}
+
+static int get_fields(rd *r, const json_t *o, void *obj, const field *fs)
+{
+    for (const field *f = fs; f->key; f++)
+        if (!(f->flags & F_OUT) && get_field(r, o, obj, f) < 0)
+            return -1;
+    return 0;
+}
+
+/* ---- the members that are not one plain value ---- */
+
+static json_t *put_pid_state(const void *obj)
+{
+    return json_string(hbm_pid_state_name(((const hbm_dproc *)obj)->state));
+}
+
+static int get_pid_state(rd *r, const json_t *o, void *obj)
+{
+    char s[16];
+    if (get_str(r, o, "state", s, sizeof s) < 0)
+        return -1;
+    hbm_dproc *p = obj;
+    p->state = HBM_PID_UNCHECKED;
+    for (int st = HBM_PID_UNCHECKED; st <= HBM_PID_ABANDONED; st++)
+        if (strcmp(hbm_pid_state_name((hbm_pid_state)st), s) == 0)
+            p->state = (hbm_pid_state)st;
+    return 0;
+}
+
+static json_t *put_vendor(const void *obj)
+{
+    return json_string(hbm_vendor_name(((const hbm_device *)obj)->vendor));
+}
+
+static json_t *put_verdict(const void *obj)
+{
+    return json_string(hbm_verdict_name(((const hbm_device *)obj)->verdict));
+}
+
+static json_t *put_proc_state(const void *obj)
+{
+    const hbm_hproc *p = obj;
+    char st[2] = {p->state ? p->state : '?', 0};
+    return json_string(st);
+}
+
+static int get_proc_state(rd *r, const json_t *o, void *obj)
+{
+    char st[4];
+    if (get_str(r, o, "state", st, sizeof st) < 0)
+        return -1;
+    ((hbm_hproc *)obj)->state = st[0];
+    return 0;
+}
+
+static json_t *put_nspid(const void *obj)
+{
+    const hbm_hproc *p = obj;
+    json_t *a = json_array();
+    for (int i = 0; i < p->nnspid && i < 8; i++)
+        json_array_append_new(a, json_integer(p->nspid[i]));
+    return a;
+}
+
+static int get_nspid(rd *r, const json_t *o, void *obj)
+{
+    hbm_hproc *p = obj;
+    json_t *a, *x;
+    size_t j;
+    if (get_array(r, o, "nspid", &a) < 0)
+        return -1;
+    json_array_foreach(a, j, x) {
+        if (j < 8 && json_is_integer(x))
+            p->nspid[p->nnspid++] = (int)json_integer_value(x);
+    }
+    return 0;
+}
+
+static json_t *put_dev_paths(const void *obj)
+{
+    const hbm_hproc *p = obj;
+    json_t *a = json_array();
+    for (size_t i = 0; i < p->ndev_paths; i++)
+        json_array_append_new(a, json_string(p->dev_paths[i]));
+    return a;
+}
+
+static int get_dev_paths(rd *r, const json_t *o, void *obj)
+{
+    hbm_hproc *p = obj;
+    json_t *a, *x;
+    size_t j;
+    if (get_array(r, o, "device_files", &a) < 0)
+        return -1;
+    if (!a || !json_array_size(a))
+        return 0;
+    p->dev_paths = hbm_xcalloc(json_array_size(a), sizeof *p->dev_paths);
+    json_array_foreach(a, j, x) {
+        if (!json_is_string(x))
+            return bad(r, "device_files", "must hold strings");
+        p->dev_paths[p->ndev_paths++] = hbm_xstrdup(json_string_value(x));
+    }
+    return 0;
+}
+
+static json_t *put_sysv_key(const void *obj)
+{
+    char key[24];
+    snprintf(key, sizeof key, "0x%08llx",
+             (unsigned long long)(uint32_t)((const hbm_sysv_seg *)obj)->key);
+    return json_string(key);
+}
+
+static int get_sysv_key(rd *r, const json_t *o, void *obj)
+{
+    char key[24];
+    if (get_str(r, o, "key", key, sizeof key) < 0)
+        return -1;
+    ((hbm_sysv_seg *)obj)->key = (int64_t)(int32_t)strtoul(key, NULL, 16);
+    return 0;
+}
+
+static json_t *put_shm_holders(const void *obj)
+{
+    const hbm_posix_shm *s = obj;
+    json_t *a = json_array();
+    for (size_t j = 0; j < s->nholders; j++)
+        json_array_append_new(a, json_integer(s->holders[j]));
+    return a;
+}
+
+static int get_shm_holders(rd *r, const json_t *o, void *obj)
+{
+    hbm_posix_shm *s = obj;
+    json_t *a, *x;
+    size_t j;
+    if (get_array(r, o, "holders", &a) < 0)
+        return -1;
+    if (!a || !json_array_size(a))
+        return 0;
+    s->holders = hbm_xcalloc(json_array_size(a), sizeof *s->holders);
+    json_array_foreach(a, j, x) {
+        if (json_is_integer(x))
+            s->holders[s->nholders++] = (int)json_integer_value(x);
+    }
+    return 0;
+}
+
+static json_t *put_clk_tck(const void *obj)
+{
+    return json_integer(((const hbm_host *)obj)->clk_tck);
+}
+
+static int get_clk_tck(rd *r, const json_t *o, void *obj)
+{
+    int64_t tck;
+    if (get_int(r, o, "clk_tck", &tck, false) < 0)
+        return -1;
+    ((hbm_host *)obj)->clk_tck = tck > 0 ? (long)tck : 100;
+    return 0;
+}
+
+static json_t *put_boot_time(const void *obj)
+{
+    double t = ((const hbm_host *)obj)->boot_time;
+    return t > 0 ? json_real(t) : json_null();
+}
+
+static int get_boot_time(rd *r, const json_t *o, void *obj)
+{
+    json_t *v = json_object_get(o, "boot_time");
+    if (v && !json_is_null(v) && !json_is_number(v))
+        return bad(r, "boot_time", "must be a number");
+    ((hbm_host *)obj)->boot_time = json_is_number(v) ? json_number_value(v) : 0;
+    return 0;
+}
+
+/* ---- the tables, in the order the fields are written ---- */
+
+static const field proc_fields[] = {
+    FLDF(hbm_dproc, "pid", F_I64, F_REQUIRED, pid),
+    FLD(hbm_dproc, "name", F_STR, name),
+    FLD(hbm_dproc, "memory_bytes", F_I64, memory_bytes),
+    FLD(hbm_dproc, "container", F_STR, container),
+    FLD(hbm_dproc, "pid_in_container", F_I64, pid_in_container),
+    CUSTOM("state", put_pid_state, get_pid_state),
+    FLD(hbm_dproc, "state_why", F_STR, state_why),
+    END,
+};
+
+static const list_desc device_procs = {sizeof(hbm_dproc), offsetof(hbm_device, procs),
+                                       offsetof(hbm_device, nprocs), proc_fields, NULL};
+
+static const field device_fields[] = {
+    CUSTOM("vendor", put_vendor, NULL), /* read first: it chooses the device's defaults */
+    FLDF(hbm_device, "index", F_I64, F_REQUIRED, index),
+    FLD(hbm_device, "chip", F_I64, chip),
+    FLD(hbm_device, "logic_id", F_I64, logic_id),
+    FLD(hbm_device, "phy_id", F_I64, phy_id),
+    FLD(hbm_device, "name", F_STRZ, name),
+    FLD(hbm_device, "bus_id", F_STR, bus_id),
+    FLD(hbm_device, "uuid", F_STR, uuid),
+    FLD(hbm_device, "health", F_STR, health),
+    FLD(hbm_device, "power_watts", F_REAL, power_watts),
+    FLD(hbm_device, "temperature_celsius", F_REAL, temperature_celsius),
+    FLD(hbm_device, "utilization_ratio", F_REAL, utilization_ratio),
+    FLD(hbm_device, "memory_used_bytes", F_I64, memory_used_bytes),
+    FLD(hbm_device, "memory_total_bytes", F_I64, memory_total_bytes),
+    FLD(hbm_device, "memory_reserved_bytes", F_I64, memory_reserved_bytes),
+    FLD(hbm_device, "hugepages_used", F_I64, hugepages_used),
+    FLD(hbm_device, "hugepages_total", F_I64, hugepages_total),
+    FLD(hbm_device, "ddr_used_bytes", F_I64, ddr_used_bytes),
+    FLD(hbm_device, "ddr_total_bytes", F_I64, ddr_total_bytes),
+    FLD(hbm_device, "mig", F_STR, mig),
+    CUSTOM("verdict", put_verdict, NULL), /* verdicts are judged again on reading */
+    FLDF(hbm_device, "reason", F_STRZ, F_OUT, reason),
+    FLD(hbm_device, "processes_known", F_BOOL, procs_known),
+    FLD(hbm_device, "processes_truncated", F_BOOL, procs_truncated),
+    LIST("processes", device_procs),
+    END,
+};
+
+static const field hproc_fields[] = {
+    FLD(hbm_hproc, "pid", F_INT, pid),
+    FLD(hbm_hproc, "ppid", F_INT, ppid),
+    CUSTOM("state", put_proc_state, get_proc_state),
+    FLD(hbm_hproc, "starttime", F_U64, starttime),
+    FLD(hbm_hproc, "uid", F_INT, uid),
+    FLD(hbm_hproc, "comm", F_STRZ, comm),
+    FLD(hbm_hproc, "cmdline", F_DUPZ, cmdline),
+    FLD(hbm_hproc, "cgroup", F_DUP, cgroup),
+    FLD(hbm_hproc, "container_id", F_STR, container_id),
+    FLD(hbm_hproc, "runtime", F_STR, runtime),
+    FLD(hbm_hproc, "pod_uid", F_STR, pod_uid),
+    FLD(hbm_hproc, "cgroup_gone", F_BOOL, cgroup_gone),
+    CUSTOM("nspid", put_nspid, get_nspid),
+    FLD(hbm_hproc, "wchan", F_STR, wchan),
+    FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),
+    CUSTOM("device_files", put_dev_paths, get_dev_paths),
+    FLD(hbm_hproc, "visible_devices", F_DUP, visible_devices),
+    END,
+};
+
+static const field sysv_fields[] = {
+    CUSTOM("key", put_sysv_key, get_sysv_key),
+    FLD(hbm_sysv_seg, "shmid", F_INT, shmid),
+    FLD(hbm_sysv_seg, "perms", F_INT, perms),
+    FLDF(hbm_sysv_seg, "size_bytes", F_U64, F_REQUIRED, size),
+    FLD(hbm_sysv_seg, "cpid", F_INT, cpid),
+    FLD(hbm_sysv_seg, "lpid", F_INT, lpid),
+    FLDF(hbm_sysv_seg, "nattch", F_U64, F_REQUIRED, nattch),
+    FLD(hbm_sysv_seg, "uid", F_INT, uid),
+    FLD(hbm_sysv_seg, "cuid", F_INT, cuid),
+    FLD(hbm_sysv_seg, "atime", F_I64_RAW, atime),
+    FLD(hbm_sysv_seg, "dtime", F_I64_RAW, dtime),
+    FLD(hbm_sysv_seg, "ctime", F_I64_RAW, ctime),
+    FLD(hbm_sysv_seg, "cpid_alive", F_BOOL, cpid_alive),
+    FLD(hbm_sysv_seg, "lpid_alive", F_BOOL, lpid_alive),
+    END,
+};
+
+static const field posix_fields[] = {
+    FLDF(hbm_posix_shm, "path", F_DUPZ, F_REQUIRED, path),
+    FLD(hbm_posix_shm, "size_bytes", F_U64, size),
+    FLD(hbm_posix_shm, "uid", F_INT, uid),
+    FLD(hbm_posix_shm, "mtime", F_I64_RAW, mtime),
+    CUSTOM("holders", put_shm_holders, get_shm_holders),
+    END,
+};
+
+static const field huge_fields[] = {
+    FLD(hbm_hugepages, "node", F_INT_OPT, node),
+    FLD(hbm_hugepages, "page_size_bytes", F_U64, page_size_bytes),
+    FLD(hbm_hugepages, "total", F_I64, total),
+    FLD(hbm_hugepages, "free", F_I64, free),
+    FLD(hbm_hugepages, "rsvd", F_I64, rsvd),
+    FLD(hbm_hugepages, "surp", F_I64, surp),
+    END,
+};
+
+static const field listener_fields[] = {
+    FLD(hbm_listener, "addr", F_STRZ, addr),
+    FLD(hbm_listener, "port", F_INT, port),
+    FLD(hbm_listener, "inode", F_U64, inode),
+    FLD(hbm_listener, "pid", F_INT_OPT, pid),
+    END,
+};
+
+static const field thp_fields[] = {
+    FLD(hbm_host, "enabled", F_STR, thp),
+    FLD(hbm_host, "defrag", F_STR, thp_defrag),
+    END,
+};
+
+static const field devshm_fields[] = {
+    FLD(hbm_host, "total_bytes", F_I64, devshm_total_bytes),
+    FLD(hbm_host, "used_bytes", F_I64, devshm_used_bytes),
+    END,
+};
+
+#define HOST_LIST(T, items, count, fields, path)                                           \
+    {sizeof(T), offsetof(hbm_host, items), offsetof(hbm_host, count), fields, path}
+static const list_desc host_procs = HOST_LIST(hbm_hproc, procs, nprocs, hproc_fields,
+                                              "host.holders");
+static const list_desc host_sysv = HOST_LIST(hbm_sysv_seg, sysv, nsysv, sysv_fields,
+                                             "host.sysv_shm");
+static const list_desc host_posix = HOST_LIST(hbm_posix_shm, posix, nposix, posix_fields,
+                                              "host.posix_shm");
+static const list_desc host_huge = HOST_LIST(hbm_hugepages, huge, nhuge, huge_fields,
+                                             "host.hugepages");
+static const list_desc host_listeners = HOST_LIST(hbm_listener, listeners, nlisteners,
+                                                  listener_fields, "host.listeners");
+
+static const field host_fields[] = {
+    FLD(hbm_host, "sees_host_pids", F_BOOL, sees_host_pids),
+    FLD(hbm_host, "sees_host_pids_why", F_STRZ, sees_host_pids_why),
+    CUSTOM("clk_tck", put_clk_tck, get_clk_tck),
+    CUSTOM("boot_time", put_boot_time, get_boot_time),
+    LIST("holders", host_procs),
+    LIST("sysv_shm", host_sysv),
+    LIST("posix_shm", host_posix),
+    LIST("hugepages", host_huge),
+    NESTED("thp", thp_fields),
+    NESTED("dev_shm", devshm_fields),
+    LIST("listeners", host_listeners),
+    END,
+};
+
+static int get_device(rd *r, const json_t *o, hbm_obs *obs)
 {
     if (!json_is_object(o))
         return bad(r, "", "must be an object");
@@ -345,270 +633,64 @@ static int read_device(rd *r, const json_t *o, hbm_obs *obs)
     if (v == HBM_VENDOR_UNKNOWN)
         return bad(r, "vendor", "must be \"ascend\" or \"nvidia\"");
     hbm_device *d = hbm_obs_add_device(obs, v);
-    char health[32];
-    if (get_int(r, o, "index", &d->index, false) < 0 ||
-        get_int(r, o, "chip", &d->chip, true) < 0 ||
-        get_int(r, o, "logic_id", &d->logic_id, true) < 0 ||
-        get_int(r, o, "phy_id", &d->phy_id, true) < 0 ||
-        get_str(r, o, "name", d->name, sizeof d->name) < 0 ||
-        get_str(r, o, "bus_id", d->bus_id, sizeof d->bus_id) < 0 ||
-        get_str(r, o, "uuid", d->uuid, sizeof d->uuid) < 0 ||
-        get_str(r, o, "health", health, sizeof health) < 0 ||
-        get_real(r, o, "power_watts", &d->power_watts) < 0 ||
-        get_real(r, o, "temperature_celsius", &d->temperature_celsius) < 0 ||
-        get_real(r, o, "utilization_ratio", &d->utilization_ratio) < 0 ||
-        get_int(r, o, "memory_used_bytes", &d->memory_used_bytes, true) < 0 ||
-        get_int(r, o, "memory_total_bytes", &d->memory_total_bytes, true) < 0 ||
-        get_int(r, o, "memory_reserved_bytes", &d->memory_reserved_bytes, true) < 0 ||
-        get_int(r, o, "hugepages_used", &d->hugepages_used, true) < 0 ||
-        get_int(r, o, "hugepages_total", &d->hugepages_total, true) < 0 ||
-        get_int(r, o, "ddr_used_bytes", &d->ddr_used_bytes, true) < 0 ||
-        get_int(r, o, "ddr_total_bytes", &d->ddr_total_bytes, true) < 0 ||
-        get_str(r, o, "mig", d->mig, sizeof d->mig) < 0)
+    if (get_fields(r, o, d, device_fields) < 0)
         return -1;
     if (!isnan(d->utilization_ratio) && (d->utilization_ratio < 0 || d->utilization_ratio > 1))
         return bad(r, "utilization_ratio", "must be within 0..1");
-    snprintf(d->health, sizeof d->health, "%s", health);
-    d->healthy = !health[0] || strcasecmp(health, "OK") == 0 || strcasecmp(health, "Healthy") == 0;
-    d->procs_known = get_bool(o, "processes_known");
-    d->procs_truncated = get_bool(o, "processes_truncated");
-    json_t *ps;
-    if (get_array(r, o, "processes", &ps) < 0)
-        return -1;
-    size_t base = strlen(r->path), i;
-    json_t *p;
-    json_array_foreach(ps, i, p) {
-        snprintf(r->path + base, sizeof r->path - base, ".processes[%zu]", i);
-        if (!json_is_object(p))
-            return bad(r, "", "must be an object");
-        hbm_dproc *dp = hbm_device_add_proc(d);
-        char state[16];
-        if (get_int(r, p, "pid", &dp->pid, false) < 0 ||
-            get_str(r, p, "name", dp->name, sizeof dp->name) < 0 ||
-            get_int(r, p, "memory_bytes", &dp->memory_bytes, true) < 0 ||
-            get_str(r, p, "container", dp->container, sizeof dp->container) < 0 ||
-            get_int(r, p, "pid_in_container", &dp->pid_in_container, true) < 0 ||
-            get_str(r, p, "state", state, sizeof state) < 0 ||
-            get_str(r, p, "state_why", dp->state_why, sizeof dp->state_why) < 0)
-            return -1;
-        dp->state = parse_pid_state(state);
-    }
-    r->path[base] = '\0';
-    /* A device whose process list was known but empty stays known. */
-    if (json_is_true(json_object_get(o, "processes_known")))
+    d->healthy = !d->health[0] || strcasecmp(d->health, "OK") == 0 ||
+                 strcasecmp(d->health, "Healthy") == 0;
+    /* A device with processes listed knows its processes, whatever the flag says. */
+    if (d->nprocs)
         d->procs_known = true;
     return 0;
 }
 
-static int read_int_field(rd *r, const json_t *o, const char *k, int *out)
+static json_t *put_devices(const void *obj)
 {
-    int64_t v;
-    if (get_int(r, o, k, &v, true) < 0)
-        return -1;
-    if (v > 0x7fffffff)
-        return bad(r, k, "out of range");
-    *out = v < 0 ? -1 : (int)v;
-    return 0;
+    const hbm_obs *obs = obj;
+    json_t *a = json_array();
+    for (size_t i = 0; i < obs->ndevs; i++)
+        json_array_append_new(a, put_fields(&obs->devs[i], device_fields));
+    return a;
 }
 
-static int cmp_hproc_pid(const void *a, const void *b)
+static int get_devices(rd *r, const json_t *o, void *obj)
 {
-    int x = ((const hbm_hproc *)a)->pid, y = ((const hbm_hproc *)b)->pid;
-    return (x > y) - (x < y);
-}
-
-static int read_host(rd *r, const json_t *o, hbm_host *h)
-{
-    if (!json_is_object(o))
-        return bad(r, "host", "must be an object or null");
-    int rc = 0;
-    h->sees_host_pids = get_bool(o, "sees_host_pids");
-    int64_t tck;
-    if (get_str(r, o, "sees_host_pids_why", h->sees_host_pids_why,
-                sizeof h->sees_host_pids_why) < 0 ||
-        get_int(r, o, "clk_tck", &tck, true) < 0 || get_real(r, o, "boot_time", &h->boot_time) < 0)
+    json_t *a, *d;
+    if (get_array(r, o, "devices", &a) < 0)
         return -1;
-    h->clk_tck = tck > 0 ? (long)tck : 100;
-    if (isnan(h->boot_time))
-        h->boot_time = 0;
-    json_t *a, *e;
+    if (!a)
+        return bad(r, "devices", "missing");
     size_t i;
-    if (get_array(r, o, "holders", &a) < 0)
-        return -1;
-    if (a) {
-        h->procs = hbm_xcalloc(json_array_size(a), sizeof *h->procs);
-        json_array_foreach(a, i, e) {
-            snprintf(r->path, sizeof r->path, "host.holders[%zu]", i);
-            if (!json_is_object(e))
-                return bad(r, "", "must be an object");
-            hbm_hproc *p = &h->procs[h->nprocs++];
-            int64_t st;
-            char state[4];
-            if (read_int_field(r, e, "pid", &p->pid) < 0 ||
-                read_int_field(r, e, "ppid", &p->ppid) < 0 ||
-                get_int(r, e, "starttime", &st, true) < 0 ||
-                read_int_field(r, e, "uid", &p->uid) < 0 ||
-                get_str(r, e, "state", state, sizeof state) < 0 ||
-                get_str(r, e, "comm", p->comm, sizeof p->comm) < 0 ||
-                get_str(r, e, "container_id", p->container_id, sizeof p->container_id) < 0 ||
-                get_str(r, e, "runtime", p->runtime, sizeof p->runtime) < 0 ||
-                get_str(r, e, "pod_uid", p->pod_uid, sizeof p->pod_uid) < 0 ||
-                get_str(r, e, "wchan", p->wchan, sizeof p->wchan) < 0)
-                return -1;
-            p->starttime = st < 0 ? 0 : (uint64_t)st;
-            p->state = state[0];
-            p->cgroup_gone = get_bool(e, "cgroup_gone");
-            json_t *zt = json_object_get(e, "zombie_live_threads");
-            p->zombie_live_threads = json_is_integer(zt) ? (int)json_integer_value(zt) : 0;
-            p->cmdline = get_dup(r, e, "cmdline", &rc);
-            p->cgroup = get_dup(r, e, "cgroup", &rc);
-            p->visible_devices = get_dup(r, e, "visible_devices", &rc);
-            if (rc < 0)
-                return -1;
-            if (!p->cmdline)
-                p->cmdline = hbm_xstrdup("");
-            json_t *ns, *x;
-            size_t j;
-            if (get_array(r, e, "nspid", &ns) < 0)
-                return -1;
-            json_array_foreach(ns, j, x) {
-                if (j < 8 && json_is_integer(x))
-                    p->nspid[p->nnspid++] = (int)json_integer_value(x);
-            }
-            json_t *files;
-            if (get_array(r, e, "device_files", &files) < 0)
-                return -1;
-            if (files && json_array_size(files)) {
-                p->dev_paths = hbm_xcalloc(json_array_size(files), sizeof *p->dev_paths);
-                json_array_foreach(files, j, x) {
-                    if (!json_is_string(x))
-                        return bad(r, "device_files", "must hold strings");
-                    p->dev_paths[p->ndev_paths++] = hbm_xstrdup(json_string_value(x));
-                }
-            }
-        }
-    }
-    /* hbm_host_find searches by pid: a hand-written snapshot may list holders in any order. */
-    if (h->nprocs > 1)
-        qsort(h->procs, h->nprocs, sizeof *h->procs, cmp_hproc_pid);
-    if (get_array(r, o, "sysv_shm", &a) < 0)
-        return -1;
-    if (a) {
-        h->sysv = hbm_xcalloc(json_array_size(a), sizeof *h->sysv);
-        json_array_foreach(a, i, e) {
-            snprintf(r->path, sizeof r->path, "host.sysv_shm[%zu]", i);
-            if (!json_is_object(e))
-                return bad(r, "", "must be an object");
-            hbm_sysv_seg *s = &h->sysv[h->nsysv++];
-            char key[24];
-            int64_t size, nattch;
-            if (get_str(r, e, "key", key, sizeof key) < 0 ||
-                read_int_field(r, e, "shmid", &s->shmid) < 0 ||
-                read_int_field(r, e, "perms", &s->perms) < 0 ||
-                get_int(r, e, "size_bytes", &size, false) < 0 ||
-                read_int_field(r, e, "cpid", &s->cpid) < 0 ||
-                read_int_field(r, e, "lpid", &s->lpid) < 0 ||
-                get_int(r, e, "nattch", &nattch, false) < 0 ||
-                read_int_field(r, e, "uid", &s->uid) < 0 ||
-                read_int_field(r, e, "cuid", &s->cuid) < 0 ||
-                get_int(r, e, "atime", &s->atime, true) < 0 ||
-                get_int(r, e, "dtime", &s->dtime, true) < 0 ||
-                get_int(r, e, "ctime", &s->ctime, true) < 0)
-                return -1;
-            s->key = (int64_t)(int32_t)strtoul(key, NULL, 16);
-            s->size = (uint64_t)size;
-            s->nattch = (uint64_t)nattch;
-            s->cpid_alive = get_bool(e, "cpid_alive");
-            s->lpid_alive = get_bool(e, "lpid_alive");
-        }
-    }
-    if (get_array(r, o, "posix_shm", &a) < 0)
-        return -1;
-    if (a) {
-        h->posix = hbm_xcalloc(json_array_size(a), sizeof *h->posix);
-        json_array_foreach(a, i, e) {
-            snprintf(r->path, sizeof r->path, "host.posix_shm[%zu]", i);
-            if (!json_is_object(e))
-                return bad(r, "", "must be an object");
-            hbm_posix_shm *s = &h->posix[h->nposix++];
-            int64_t size;
-            s->path = get_dup(r, e, "path", &rc);
-            if (rc < 0 || !s->path)
-                return rc < 0 ? -1 : bad(r, "path", "missing");
-            if (get_int(r, e, "size_bytes", &size, true) < 0 ||
-                read_int_field(r, e, "uid", &s->uid) < 0 ||
-                get_int(r, e, "mtime", &s->mtime, true) < 0)
-                return -1;
-            s->size = size < 0 ? 0 : (uint64_t)size;
-            json_t *hs, *x;
-            size_t j;
-            if (get_array(r, e, "holders", &hs) < 0)
-                return -1;
-            if (hs && json_array_size(hs)) {
-                s->holders = hbm_xcalloc(json_array_size(hs), sizeof *s->holders);
-                json_array_foreach(hs, j, x) {
-                    if (json_is_integer(x))
-                        s->holders[s->nholders++] = (int)json_integer_value(x);
-                }
-            }
-        }
-    }
-    if (get_array(r, o, "hugepages", &a) < 0)
-        return -1;
-    if (a) {
-        h->huge = hbm_xcalloc(json_array_size(a), sizeof *h->huge);
-        json_array_foreach(a, i, e) {
-            snprintf(r->path, sizeof r->path, "host.hugepages[%zu]", i);
-            if (!json_is_object(e))
-                return bad(r, "", "must be an object");
-            hbm_hugepages *p = &h->huge[h->nhuge++];
-            int64_t ps;
-            if (read_int_field(r, e, "node", &p->node) < 0 ||
-                get_int(r, e, "page_size_bytes", &ps, true) < 0 ||
-                get_int(r, e, "total", &p->total, true) < 0 ||
-                get_int(r, e, "free", &p->free, true) < 0 ||
-                get_int(r, e, "rsvd", &p->rsvd, true) < 0 ||
-                get_int(r, e, "surp", &p->surp, true) < 0)
-                return -1;
-            p->page_size_bytes = ps < 0 ? 0 : (uint64_t)ps;
-        }
-    }
-    r->path[0] = '\0';
-    json_t *thp = json_object_get(o, "thp");
-    if (json_is_object(thp) &&
-        (get_str(r, thp, "enabled", h->thp, sizeof h->thp) < 0 ||
-         get_str(r, thp, "defrag", h->thp_defrag, sizeof h->thp_defrag) < 0))
-        return -1;
-    json_t *shm = json_object_get(o, "dev_shm");
-    h->devshm_total_bytes = h->devshm_used_bytes = HBM_UNKNOWN;
-    if (json_is_object(shm) &&
-        (get_int(r, shm, "total_bytes", &h->devshm_total_bytes, true) < 0 ||
-         get_int(r, shm, "used_bytes", &h->devshm_used_bytes, true) < 0))
-        return -1;
-    if (get_array(r, o, "listeners", &a) < 0)
-        return -1;
-    if (a) {
-        h->listeners = hbm_xcalloc(json_array_size(a), sizeof *h->listeners);
-        json_array_foreach(a, i, e) {
-            snprintf(r->path, sizeof r->path, "host.listeners[%zu]", i);
-            if (!json_is_object(e))
-                return bad(r, "", "must be an object");
-            hbm_listener *l = &h->listeners[h->nlisteners++];
-            int64_t inode;
-            if (get_str(r, e, "addr", l->addr, sizeof l->addr) < 0 ||
-                read_int_field(r, e, "port", &l->port) < 0 ||
-                get_int(r, e, "inode", &inode, true) < 0 ||
-                read_int_field(r, e, "pid", &l->pid) < 0)
-                return -1;
-            l->inode = inode < 0 ? 0 : (uint64_t)inode;
-        }
+    json_array_foreach(a, i, d) {
+        snprintf(r->path, sizeof r->path, "devices[%zu]", i);
+        if (get_device(r, d, obj) < 0)
+            return -1;
     }
     r->path[0] = '\0';
     return 0;
 }
 
-static int read_topology(rd *r, const json_t *m, hbm_obs *obs)
+static json_t *put_topology(const void *obj)
 {
+    const hbm_obs *obs = obj;
+    if (!obs->topo)
+        return json_null();
+    json_t *m = json_array();
+    for (size_t i = 0; i < obs->ndevs; i++) {
+        json_t *row = json_array();
+        for (size_t j = 0; j < obs->ndevs; j++)
+            json_array_append_new(row, json_string(hbm_link_name(hbm_obs_link(obs, i, j))));
+        json_array_append_new(m, row);
+    }
+    return m;
+}
+
+/* Read after the devices: one row per device. */
+static int get_topology(rd *r, const json_t *o, void *obj)
+{
+    hbm_obs *obs = obj;
+    const json_t *m = json_object_get(o, "topology");
     if (!m || json_is_null(m))
         return 0;
     size_t n = obs->ndevs;
@@ -632,6 +714,92 @@ static int read_topology(rd *r, const json_t *m, hbm_obs *obs)
     return 0;
 }
 
+static int cmp_hproc_pid(const void *a, const void *b)
+{
+    int x = ((const hbm_hproc *)a)->pid, y = ((const hbm_hproc *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+static json_t *put_host(const void *obj)
+{
+    const hbm_obs *obs = obj;
+    return obs->has_host ? put_fields(&obs->host, host_fields) : json_null();
+}
+
+static int get_host(rd *r, const json_t *o, void *obj)
+{
+    hbm_obs *obs = obj;
+    const json_t *v = json_object_get(o, "host");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(r, "host", "must be an object or null");
+    obs->has_host = true;
+    hbm_host *h = &obs->host;
+    h->devshm_total_bytes = h->devshm_used_bytes = HBM_UNKNOWN;
+    if (get_fields(r, v, h, host_fields) < 0)
+        return -1;
+    /* hbm_host_find searches by pid: a hand-written snapshot may list holders in any order. */
+    if (h->nprocs > 1)
+        qsort(h->procs, h->nprocs, sizeof *h->procs, cmp_hproc_pid);
+    return 0;
+}
+
+static json_t *put_schema(const void *obj)
+{
+    (void)obj;
+    return json_string(HBM_SNAPSHOT_SCHEMA);
+}
+
+static json_t *put_captured_at(const void *obj)
+{
+    double t = ((const hbm_obs *)obj)->captured_at;
+    if (t <= 0)
+        return json_null();
+    char ts[40];
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return json_string(ts);
+}
+
+static int get_captured_at(rd *r, const json_t *o, void *obj)
+{
+    char when[40];
+    if (get_str(r, o, "captured_at", when, sizeof when) < 0)
+        return -1;
+    if (!when[0])
+        return 0;
+    struct tm tm = {0};
+    if (!strptime(when, "%Y-%m-%dT%H:%M:%S", &tm))
+        return bad(r, "captured_at", "must be an RFC 3339 UTC time");
+    ((hbm_obs *)obj)->captured_at = (double)timegm(&tm);
+    return 0;
+}
+
+static const field obs_fields[] = {
+    CUSTOM("schema", put_schema, NULL), /* checked before anything else */
+    FLD(hbm_obs, "backend", F_STRZ, backend),
+    FLD(hbm_obs, "backend_why", F_STR, backend_why),
+    CUSTOM("captured_at", put_captured_at, get_captured_at),
+    FLD(hbm_obs, "hostname", F_STR, hostname),
+    FLDF(hbm_obs, "tool_version", F_STRZ, F_OUT, tool_version), /* the reader's own */
+    FLD(hbm_obs, "driver_version", F_STR, driver_version),
+    FLDF(hbm_obs, "source", F_STR, F_OUT, source), /* a replay names the file it read */
+    FLD(hbm_obs, "partial", F_BOOL, partial),
+    FLD(hbm_obs, "partial_why", F_STR, partial_why),
+    CUSTOM("devices", put_devices, get_devices),
+    CUSTOM("topology", put_topology, get_topology),
+    CUSTOM("host", put_host, get_host),
+    END,
+};
+
+json_t *hbm_snapshot_to_json(const hbm_obs *obs)
+{
+    return put_fields(obs, obs_fields);
+}
+
 static int snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name,
                               hbm_err *err)
 {
@@ -644,55 +812,16 @@ static int snapshot_from_json(hbm_obs *obs, const json_t *root, const char *name
         return hbm_err_set(err, "%s: schema is %s%s%s, expected \"%s\"", name,
                            schema ? "\"" : "", schema ? schema : "missing", schema ? "\"" : "",
                            HBM_SNAPSHOT_SCHEMA);
-    char backend[32], when[40];
-    if (get_str(&r, root, "backend", backend, sizeof backend) < 0 ||
-        get_str(&r, root, "captured_at", when, sizeof when) < 0 ||
-        get_str(&r, root, "hostname", obs->hostname, sizeof obs->hostname) < 0 ||
-        get_str(&r, root, "driver_version", obs->driver_version, sizeof obs->driver_version) < 0 ||
-        get_str(&r, root, "partial_why", obs->partial_why, sizeof obs->partial_why) < 0 ||
-        get_str(&r, root, "backend_why", obs->backend_why, sizeof obs->backend_why) < 0)
-        goto fail;
+    if (get_fields(&r, root, obs, obs_fields) < 0) {
+        hbm_obs_free(obs);
+        return -1;
+    }
     /* The observation's own source is kept so replays say where the devices came from. */
-    snprintf(obs->backend, sizeof obs->backend, "%s", backend[0] ? backend : "snapshot");
+    if (!obs->backend[0])
+        snprintf(obs->backend, sizeof obs->backend, "snapshot");
     snprintf(obs->source, sizeof obs->source, "%s", name);
-    if (when[0]) {
-        struct tm tm = {0};
-        const char *end = strptime(when, "%Y-%m-%dT%H:%M:%S", &tm);
-        if (!end) {
-            bad(&r, "captured_at", "must be an RFC 3339 UTC time");
-            goto fail;
-        }
-        obs->captured_at = (double)timegm(&tm);
-    }
-    obs->partial = get_bool(root, "partial");
-    json_t *devs;
-    if (get_array(&r, root, "devices", &devs) < 0)
-        goto fail;
-    if (!devs) {
-        bad(&r, "devices", "missing");
-        goto fail;
-    }
-    size_t i;
-    json_t *d;
-    json_array_foreach(devs, i, d) {
-        snprintf(r.path, sizeof r.path, "devices[%zu]", i);
-        if (read_device(&r, d, obs) < 0)
-            goto fail;
-    }
-    r.path[0] = '\0';
-    if (read_topology(&r, json_object_get(root, "topology"), obs) < 0)
-        goto fail;
-    json_t *host = json_object_get(root, "host");
-    if (host && !json_is_null(host)) {
-        obs->has_host = true;
-        if (read_host(&r, host, &obs->host) < 0)
-            goto fail;
-    }
     hbm_verdict_apply(obs);
     return 0;
-fail:
-    hbm_obs_free(obs);
-    return -1;
 }
 
 int hbm_snapshot_parse(hbm_obs *obs, const char *text, size_t len, const char *name,

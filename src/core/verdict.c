@@ -177,17 +177,14 @@ static const hbm_device *main_chip_of(const hbm_obs *obs, const hbm_device *d,
     return NULL;
 }
 
-static void judge(const hbm_obs *obs, hbm_device *d)
+/* Step 1: the processes listed. Returns true when they decide the verdict; else *unseen is
+ * the first one the host does not see (NULL when none). */
+static bool judge_processes(const hbm_obs *obs, hbm_device *d, const hbm_dproc **unseen)
 {
-    char used[32], base_s[32], extra[32];
-    if (!d->healthy) {
-        set_reason(d, HBM_VERDICT_UNHEALTHY, "health is %s: do not schedule work here",
-                   d->health[0] ? d->health : "not OK");
-        return;
-    }
-    /* Step 1: processes. */
-    size_t live = 0, orphan = 0, unseen = 0;
-    const hbm_dproc *first_orphan = NULL, *first_unseen = NULL, *biggest = NULL;
+    char used[32];
+    size_t live = 0, orphan = 0;
+    const hbm_dproc *first_orphan = NULL, *biggest = NULL;
+    *unseen = NULL;
     for (size_t i = 0; i < d->nprocs; i++) {
         hbm_dproc *p = &d->procs[i];
         join_process(obs, p);
@@ -196,9 +193,8 @@ static void judge(const hbm_obs *obs, hbm_device *d)
             if (!first_orphan)
                 first_orphan = p;
         } else if (p->state == HBM_PID_UNSEEN) {
-            unseen++;
-            if (!first_unseen)
-                first_unseen = p;
+            if (!*unseen)
+                *unseen = p;
         } else {
             live++;
             if (!biggest || p->memory_bytes > biggest->memory_bytes)
@@ -209,31 +205,77 @@ static void judge(const hbm_obs *obs, hbm_device *d)
         set_reason(d, HBM_VERDICT_ORPHANED, "%s%s; memory is held for a process whose owner "
                    "is gone (hbmctl doctor / clean)", first_orphan->state_why,
                    orphan > 1 ? " (and others)" : "");
+        return true;
+    }
+    if (!live)
+        return false;
+    const hbm_device *other = biggest->memory_bytes >= 0 && biggest->memory_bytes < HBM_GIB
+                                  ? main_chip_of(obs, d, biggest)
+                                  : NULL;
+    if (other)
+        set_reason(d, HBM_VERDICT_BUSY,
+                   "pid %lld (%s) holds only %s here, a context entry: it works on NPU "
+                   "%lld chip %lld",
+                   (long long)biggest->pid, biggest->name[0] ? biggest->name : "no name",
+                   hbm_fmt_size(used, sizeof used, biggest->memory_bytes),
+                   (long long)other->index, (long long)other->chip);
+    else
+        set_reason(d, HBM_VERDICT_BUSY, "%zu process%s listed%s%s%s%s%s", live,
+                   live > 1 ? "es" : "", biggest->name[0] ? ": " : "", biggest->name,
+                   biggest->memory_bytes >= 0 ? " holds " : "",
+                   biggest->memory_bytes >= 0
+                       ? hbm_fmt_size(used, sizeof used, biggest->memory_bytes)
+                       : "",
+                   d->procs_truncated ? "; npu-smi shows at most 8 per chip, there may be "
+                                        "more"
+                                      : "");
+    return true;
+}
+
+/* Step 2, memory above the baseline with no live process listed: why it cannot be told. */
+static void judge_over_baseline(const hbm_obs *obs, hbm_device *d, const hbm_dproc *unseen,
+                                const char *used, const char *extra, const char *base_s)
+{
+    if (unseen)
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "%s used, %s above the %s idle baseline; %s: a process outside "
+                   "hbmctl's view may hold it, run hbmctl on the host to know",
+                   used, extra, base_s, unseen->state_why);
+    else if (!d->procs_known)
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "%s used, %s above the %s idle baseline, and the input has no process "
+                   "table for this chip: busy or leaked cannot be told apart", used, extra,
+                   base_s);
+    else if (!obs->has_host)
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "%s used, %s above the %s idle baseline, with no process listed; from "
+                   "npu-smi text alone hbmctl cannot tell a container's partial view "
+                   "(host pids hidden) from memory left by a process that is gone: run "
+                   "hbmctl status or doctor on the host", used, extra, base_s);
+    else if (!obs->host.sees_host_pids)
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "%s used, %s above the %s idle baseline, with no process listed; "
+                   "hbmctl does not see the host's pids (%s), so a process outside this "
+                   "container may hold it", used, extra, base_s,
+                   obs->host.sees_host_pids_why);
+    else
+        set_reason(d, HBM_VERDICT_UNACCOUNTED,
+                   "%s used, %s above the %s idle baseline, and no live process holds "
+                   "it although hbmctl sees every host pid: memory left behind (hbmctl "
+                   "doctor)", used, extra, base_s);
+}
+
+static void judge(const hbm_obs *obs, hbm_device *d)
+{
+    char used[32], base_s[32], extra[32];
+    if (!d->healthy) {
+        set_reason(d, HBM_VERDICT_UNHEALTHY, "health is %s: do not schedule work here",
+                   d->health[0] ? d->health : "not OK");
         return;
     }
-    if (live) {
-        const hbm_device *other = biggest->memory_bytes >= 0 && biggest->memory_bytes < HBM_GIB
-                                      ? main_chip_of(obs, d, biggest)
-                                      : NULL;
-        if (other)
-            set_reason(d, HBM_VERDICT_BUSY,
-                       "pid %lld (%s) holds only %s here, a context entry: it works on NPU "
-                       "%lld chip %lld",
-                       (long long)biggest->pid, biggest->name[0] ? biggest->name : "no name",
-                       hbm_fmt_size(used, sizeof used, biggest->memory_bytes),
-                       (long long)other->index, (long long)other->chip);
-        else
-            set_reason(d, HBM_VERDICT_BUSY, "%zu process%s listed%s%s%s%s%s", live,
-                       live > 1 ? "es" : "", biggest->name[0] ? ": " : "", biggest->name,
-                       biggest->memory_bytes >= 0 ? " holds " : "",
-                       biggest->memory_bytes >= 0
-                           ? hbm_fmt_size(used, sizeof used, biggest->memory_bytes)
-                           : "",
-                       d->procs_truncated ? "; npu-smi shows at most 8 per chip, there may be "
-                                            "more"
-                                          : "");
+    const hbm_dproc *unseen;
+    if (judge_processes(obs, d, &unseen))
         return;
-    }
 
     /* Step 2: memory against the baseline. */
     if (d->memory_used_bytes < 0 || d->memory_total_bytes <= 0) {
@@ -249,38 +291,12 @@ static void judge(const hbm_obs *obs, hbm_device *d)
     hbm_fmt_size(base_s, sizeof base_s, base);
     hbm_fmt_size(extra, sizeof extra, over);
     if (base >= 0 && over > margin) {
-        if (unseen)
-            set_reason(d, HBM_VERDICT_UNACCOUNTED,
-                       "%s used, %s above the %s idle baseline; %s: a process outside "
-                       "hbmctl's view may hold it, run hbmctl on the host to know",
-                       used, extra, base_s, first_unseen->state_why);
-        else if (!d->procs_known)
-            set_reason(d, HBM_VERDICT_UNACCOUNTED,
-                       "%s used, %s above the %s idle baseline, and the input has no process "
-                       "table for this chip: busy or leaked cannot be told apart", used, extra,
-                       base_s);
-        else if (!obs->has_host)
-            set_reason(d, HBM_VERDICT_UNACCOUNTED,
-                       "%s used, %s above the %s idle baseline, with no process listed; from "
-                       "npu-smi text alone hbmctl cannot tell a container's partial view "
-                       "(host pids hidden) from memory left by a process that is gone: run "
-                       "hbmctl status or doctor on the host", used, extra, base_s);
-        else if (!obs->host.sees_host_pids)
-            set_reason(d, HBM_VERDICT_UNACCOUNTED,
-                       "%s used, %s above the %s idle baseline, with no process listed; "
-                       "hbmctl does not see the host's pids (%s), so a process outside this "
-                       "container may hold it", used, extra, base_s,
-                       obs->host.sees_host_pids_why);
-        else
-            set_reason(d, HBM_VERDICT_UNACCOUNTED,
-                       "%s used, %s above the %s idle baseline, and no live process holds "
-                       "it although hbmctl sees every host pid: memory left behind (hbmctl "
-                       "doctor)", used, extra, base_s);
+        judge_over_baseline(obs, d, unseen, used, extra, base_s);
         return;
     }
     if (unseen) {
         set_reason(d, HBM_VERDICT_UNACCOUNTED, "%s; memory %s is at the idle baseline",
-                   first_unseen->state_why, used);
+                   unseen->state_why, used);
         return;
     }
     /* Step 3: utilisation with no process and idle memory. */

@@ -453,14 +453,151 @@ static void read_title(hbm_obs *obs, const cell *c)
 
 enum section { SEC_NONE, SEC_DEV_HEAD2, SEC_DEVICES, SEC_PROCS };
 
+/* Where the reader is in the paste: the header layouts seen and the row it waits for. */
+typedef struct info_state {
+    layout dev_a, dev_b, procs;
+    enum section sec;
+    bool table_started, awaiting_b, last_was_row, saw_any;
+    hbm_device *cur;
+} info_state;
+
+/* "No running processes found in NPU N": that NPU's process list is known and empty.
+ * Returns false when the cell says something else. */
+static bool read_no_processes(hbm_obs *obs, const cell *c)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "%.*s", (int)c->n, c->p);
+    long long npu;
+    if (sscanf(hbm_trim(buf), "No running processes found in NPU %lld", &npu) != 1)
+        return false;
+    bool any = false;
+    for (size_t i = 0; i < obs->ndevs; i++)
+        if (obs->devs[i].index == npu) {
+            obs->devs[i].procs_known = true;
+            any = true;
+        }
+    if (!any) {
+        hbm_device *d = hbm_obs_add_device(obs, HBM_VENDOR_ASCEND);
+        d->index = npu;
+        d->chip = 0;
+        d->procs_known = true;
+        set_partial(obs, "the process table names an NPU the device table does not show");
+    }
+    return true;
+}
+
+/* A header row: takes its layout and returns 1; 0 when the row is not a header. */
+static int read_header(reader *r, info_state *st, const cell *cells, int nc)
+{
+    if (cell_has(cells, nc, "Process id")) {
+        take_layout(&st->procs, cells, nc, r->line);
+        if (find_col(&st->procs, "NPU") < 0 && find_col(&st->procs, "NPU ID") < 0)
+            return fail(r, "process header without an NPU column");
+        st->sec = SEC_PROCS;
+        st->saw_any = true;
+        return 1;
+    }
+    if (st->sec != SEC_PROCS && cell_has(cells, nc, "Name") && cell_has(cells, nc, "NPU") &&
+        cell_has(cells, nc, "Health")) {
+        take_layout(&st->dev_a, cells, nc, r->line);
+        st->sec = SEC_DEV_HEAD2;
+        return 1;
+    }
+    if (st->sec == SEC_DEV_HEAD2) {
+        take_layout(&st->dev_b, cells, nc, r->line);
+        if (find_col(&st->dev_b, "Bus-Id") < 0 &&
+            find_col_prefix(&st->dev_b, "Memory-Usage") < 0 &&
+            find_col_prefix(&st->dev_b, "HBM-Usage") < 0)
+            return fail(r, "second header row names no Bus-Id or memory column");
+        st->sec = SEC_DEVICES;
+        st->saw_any = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* One table row split into cells: the title, a header, a device's row or a process. */
+static int read_table_row(reader *r, info_state *st, const cell *cells, int nc)
+{
+    hbm_obs *obs = r->obs;
+    if (nc == 1 && memmem(cells[0].p, cells[0].n, "npu-smi", 7)) {
+        read_title(obs, &cells[0]);
+        return 0;
+    }
+    int h = read_header(r, st, cells, nc);
+    if (h != 0)
+        return h < 0 ? -1 : 0;
+    if (st->sec == SEC_NONE)
+        return fail(r, "table row before any header row (NPU / Name / Health or "
+                       "Process id)");
+    rowvals rv;
+    if (st->sec == SEC_DEVICES && !st->awaiting_b) {
+        if (read_row(r, &st->dev_a, cells, nc, &rv) < 0)
+            return -1;
+        st->cur = hbm_obs_add_device(obs, HBM_VENDOR_ASCEND);
+        st->awaiting_b = true;
+        return read_device_a(r, &st->dev_a, &rv, st->cur);
+    }
+    if (st->sec == SEC_DEVICES) {
+        st->awaiting_b = false;
+        if (read_row(r, &st->dev_b, cells, nc, &rv) < 0)
+            return -1;
+        return read_device_b(r, &st->dev_b, &rv, st->cur);
+    }
+    if (nc == 1 && read_no_processes(obs, &cells[0]))
+        return 0;
+    if (read_row(r, &st->procs, cells, nc, &rv) < 0)
+        return -1;
+    return read_process(r, &st->procs, &rv);
+}
+
+/* What the end of the input says about the paste. */
+static int finish_info(reader *r, const info_state *st)
+{
+    hbm_obs *obs = r->obs;
+    if (!st->saw_any) {
+        if (r->line == 0)
+            r->line = 1;
+        return fail(r, "no npu-smi table found (expected a header row naming NPU, Name and "
+                       "Health, or a process header)");
+    }
+    if (st->awaiting_b)
+        return fail(r, "input ends inside the rows of NPU %lld", (long long)st->cur->index);
+    if (st->dev_a.ncols == 0)
+        set_partial(obs, "only the process table was pasted; device memory is unknown");
+    else if (st->last_was_row)
+        set_partial(obs, "the table has no closing border: the paste ends early");
+
+    for (size_t i = 0; i < obs->ndevs; i++)
+        if (obs->devs[i].nprocs >= HBM_NPUSMI_MAX_PROCS_PER_CHIP)
+            obs->devs[i].procs_truncated = true;
+    return 0;
+}
+
+/* A line outside the table's rows: before the table it is skipped (up to a bound); after
+ * it, the table is over. Returns 1 to stop reading, 0 to go on. */
+static int read_outside_line(reader *r, const info_state *st, const char *s, const char *end)
+{
+    if (!st->table_started) {
+        if (r->line > MAX_PREAMBLE_LINES)
+            return fail(r, "no npu-smi table in the first %d lines", MAX_PREAMBLE_LINES);
+        return 0;
+    }
+    /* Text after the table (a shell prompt, a comment): the table is over. Binary data
+     * there means the file is not a paste at all. */
+    if (st->awaiting_b)
+        return fail(r, "row of NPU %lld is cut: its second row is missing",
+                    (long long)st->cur->index);
+    if (memchr(s, '\0', (size_t)(end - s)))
+        return fail(r, "binary data (NUL byte) after the table: not npu-smi text");
+    return 1;
+}
+
 int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char *name,
                           hbm_err *err)
 {
     reader r = {.obs = obs, .name = name, .err = err, .line = 0};
-    layout dev_a = {0}, dev_b = {0}, procs = {0};
-    enum section sec = SEC_NONE;
-    bool table_started = false, awaiting_b = false, last_was_row = false, saw_any = false;
-    hbm_device *cur = NULL;
+    info_state st = {0};
     const char *p = text, *end = text + len;
 
     size_t blank = 0;
@@ -487,133 +624,35 @@ int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char
         if (n == 0)
             continue;
         if (is_border(s, n)) {
-            table_started = true;
-            last_was_row = false;
-            if (awaiting_b)
+            st.table_started = true;
+            st.last_was_row = false;
+            if (st.awaiting_b)
                 return fail(&r, "border after the first row of NPU %lld: its second row "
-                                "is missing", (long long)cur->index);
+                                "is missing", (long long)st.cur->index);
             continue;
         }
-        if (n >= 3 && strncmp(s, "...", 3) == 0 && table_started) {
+        if (n >= 3 && strncmp(s, "...", 3) == 0 && st.table_started) {
             set_partial(obs, "rows were elided ('...') in the pasted table");
             continue;
         }
         if (s[0] != '|') {
-            if (!table_started) {
-                if (r.line > MAX_PREAMBLE_LINES)
-                    return fail(&r, "no npu-smi table in the first %d lines",
-                                MAX_PREAMBLE_LINES);
-                continue;
-            }
-            /* Text after the table (a shell prompt, a comment): the table is over. Binary
-             * data there means the file is not a paste at all. */
-            if (awaiting_b)
-                return fail(&r, "row of NPU %lld is cut: its second row is missing",
-                            (long long)cur->index);
-            if (memchr(s, '\0', (size_t)(end - s)))
-                return fail(&r, "binary data (NUL byte) after the table: not npu-smi text");
-            break;
+            int stop = read_outside_line(&r, &st, s, end);
+            if (stop < 0)
+                return -1;
+            if (stop)
+                break;
+            continue;
         }
-
         cell cells[MAX_CELLS];
         int nc = split_cells(s, n, cells);
         if (nc < 0)
             return fail(&r, "row is cut (no closing '|'): the paste is truncated here");
         if (nc > MAX_CELLS)
             return fail(&r, "row has more than %d cells: not an npu-smi layout", MAX_CELLS);
-        table_started = true;
-        last_was_row = true;
-
-        if (nc == 1 && memmem(cells[0].p, cells[0].n, "npu-smi", 7)) {
-            read_title(obs, &cells[0]);
-            continue;
-        }
-        if (cell_has(cells, nc, "Process id")) {
-            take_layout(&procs, cells, nc, r.line);
-            if (find_col(&procs, "NPU") < 0 && find_col(&procs, "NPU ID") < 0)
-                return fail(&r, "process header without an NPU column");
-            sec = SEC_PROCS;
-            saw_any = true;
-            continue;
-        }
-        if (sec != SEC_PROCS && cell_has(cells, nc, "Name") && cell_has(cells, nc, "NPU") &&
-            cell_has(cells, nc, "Health")) {
-            take_layout(&dev_a, cells, nc, r.line);
-            sec = SEC_DEV_HEAD2;
-            continue;
-        }
-        if (sec == SEC_DEV_HEAD2) {
-            take_layout(&dev_b, cells, nc, r.line);
-            if (find_col(&dev_b, "Bus-Id") < 0 && find_col_prefix(&dev_b, "Memory-Usage") < 0 &&
-                find_col_prefix(&dev_b, "HBM-Usage") < 0)
-                return fail(&r, "second header row names no Bus-Id or memory column");
-            sec = SEC_DEVICES;
-            saw_any = true;
-            continue;
-        }
-        if (sec == SEC_NONE)
-            return fail(&r, "table row before any header row (NPU / Name / Health or "
-                            "Process id)");
-
-        rowvals rv;
-        if (sec == SEC_DEVICES) {
-            if (!awaiting_b) {
-                if (read_row(&r, &dev_a, cells, nc, &rv) < 0)
-                    return -1;
-                cur = hbm_obs_add_device(obs, HBM_VENDOR_ASCEND);
-                if (read_device_a(&r, &dev_a, &rv, cur) < 0)
-                    return -1;
-                awaiting_b = true;
-            } else {
-                if (read_row(&r, &dev_b, cells, nc, &rv) < 0 ||
-                    read_device_b(&r, &dev_b, &rv, cur) < 0)
-                    return -1;
-                awaiting_b = false;
-            }
-            continue;
-        }
-        /* SEC_PROCS */
-        if (nc == 1) {
-            char buf[160];
-            snprintf(buf, sizeof buf, "%.*s", (int)cells[0].n, cells[0].p);
-            long long npu;
-            if (sscanf(hbm_trim(buf), "No running processes found in NPU %lld", &npu) == 1) {
-                bool any = false;
-                for (size_t i = 0; i < obs->ndevs; i++)
-                    if (obs->devs[i].index == npu) {
-                        obs->devs[i].procs_known = true;
-                        any = true;
-                    }
-                if (!any) {
-                    hbm_device *d = hbm_obs_add_device(obs, HBM_VENDOR_ASCEND);
-                    d->index = npu;
-                    d->chip = 0;
-                    d->procs_known = true;
-                    set_partial(obs, "the process table names an NPU the device table does "
-                                     "not show");
-                }
-                continue;
-            }
-        }
-        if (read_row(&r, &procs, cells, nc, &rv) < 0 || read_process(&r, &procs, &rv) < 0)
+        st.table_started = true;
+        st.last_was_row = true;
+        if (read_table_row(&r, &st, cells, nc) < 0)
             return -1;
     }
-
-    if (!saw_any) {
-        if (r.line == 0)
-            r.line = 1;
-        return fail(&r, "no npu-smi table found (expected a header row naming NPU, Name and "
-                        "Health, or a process header)");
-    }
-    if (awaiting_b)
-        return fail(&r, "input ends inside the rows of NPU %lld", (long long)cur->index);
-    if (dev_a.ncols == 0)
-        set_partial(obs, "only the process table was pasted; device memory is unknown");
-    else if (last_was_row)
-        set_partial(obs, "the table has no closing border: the paste ends early");
-
-    for (size_t i = 0; i < obs->ndevs; i++)
-        if (obs->devs[i].nprocs >= HBM_NPUSMI_MAX_PROCS_PER_CHIP)
-            obs->devs[i].procs_truncated = true;
-    return 0;
+    return finish_info(&r, &st);
 }

@@ -236,6 +236,196 @@ static int cmp_uid(const void *a, const void *b, void *ctx)
     return u[x] < u[y] ? -1 : u[x] > u[y];
 }
 
+/* What one pick works with, passed to its steps. */
+typedef struct pick_ctx {
+    const hbm_obs *obs;
+    const hbm_pick_opts *opts;
+    const char *dir;      /* the lease directory */
+    hbm_pick_result *res;
+    size_t rcap;          /* room in res->refused */
+} pick_ctx;
+
+/* Device i against what the observation says and the options ask: 1 and *out filled when it
+ * is a candidate, 0 when refused (with the reason recorded), -1 when a lease cannot be read. */
+static int screen(pick_ctx *x, size_t i, cand *out, hbm_err *err)
+{
+    const hbm_pick_opts *opts = x->opts;
+    hbm_pick_result *res = x->res;
+    const hbm_device *d = &x->obs->devs[i];
+    int64_t uid = hbm_device_user_id(d);
+    char sz[32], sz2[32], who[64] = "";
+    /* A chip without a user id has no device number to print: name it by card and
+     * chip. Its verdict comes first; the missing id only matters when it is usable. */
+    if (uid < 0)
+        snprintf(who, sizeof who, "npu %lld chip %lld: ", (long long)d->index,
+                 (long long)d->chip);
+    if (uid >= 0 && !listed(opts, uid)) {
+        refuse(res, &x->rcap, uid, "not in the requested device list");
+        return 0;
+    }
+    if (d->vendor != res->vendor) {
+        refuse(res, &x->rcap, uid, "%s%s device; picking %s devices", who,
+               hbm_vendor_name(d->vendor), hbm_vendor_name(res->vendor));
+        return 0;
+    }
+    if (d->verdict != HBM_VERDICT_FREE) {
+        refuse(res, &x->rcap, uid, "%s%s: %s", who, hbm_verdict_name(d->verdict),
+               d->reason[0] ? d->reason : "not free");
+        return 0;
+    }
+    int64_t free_b = HBM_UNKNOWN;
+    if (d->memory_total_bytes >= 0 && d->memory_used_bytes >= 0)
+        free_b = d->memory_total_bytes - d->memory_used_bytes;
+    if (opts->min_free_bytes >= 0 && free_b < 0) {
+        refuse(res, &x->rcap, uid, "%sfree memory unknown, --min-free %s asked", who,
+               hbm_fmt_size(sz, sizeof sz, opts->min_free_bytes));
+        return 0;
+    }
+    if (opts->min_free_bytes >= 0 && free_b < opts->min_free_bytes) {
+        refuse(res, &x->rcap, uid, "%s%s free, less than --min-free %s", who,
+               hbm_fmt_size(sz, sizeof sz, free_b),
+               hbm_fmt_size(sz2, sizeof sz2, opts->min_free_bytes));
+        return 0;
+    }
+    if (uid < 0) {
+        refuse(res, &x->rcap, uid,
+               "%sno logic id known (read `npu-smi info -m` or use DCMI)", who);
+        return 0;
+    }
+    if (opts->lease_name) {
+        hbm_lease_info h;
+        int q = hbm_lease_query(x->dir, uid, &h, err);
+        if (q < 0)
+            return -1;
+        if (q == 1) {
+            char why[200];
+            describe_holder(why, sizeof why, &h);
+            refuse(res, &x->rcap, uid, "%s", why);
+            return 0;
+        }
+    }
+    *out = (cand){.idx = i, .uid = uid, .free_b = free_b};
+    return 1;
+}
+
+/* Leases the chosen set avail[best[0..n)] into fds: 0 when all were taken, 1 when a racing
+ * taker got one first (marked in lost, the others given back), -1 on an error. */
+static int lease_set(pick_ctx *x, const cand *c, size_t nc, bool *lost, const cand *avail,
+                     const size_t *best, int *fds, hbm_err *err)
+{
+    size_t n = x->opts->n, got = 0;
+    bool raced = false;
+    for (size_t k = 0; k < n; k++) {
+        hbm_lease_info h;
+        int a = lease_file_ensure(x->dir, avail[best[k]].uid, err);
+        if (a == 0)
+            a = hbm_lease_acquire(x->dir, x->opts->lease_name, avail[best[k]].uid, &fds[k],
+                                  &h, err);
+        if (a < 0) {
+            for (size_t m = 0; m < got; m++)
+                hbm_lease_release(fds[m]);
+            return -1;
+        }
+        if (a == 1) {
+            char why[200];
+            describe_holder(why, sizeof why, &h);
+            refuse(x->res, &x->rcap, avail[best[k]].uid, "%s", why);
+            for (size_t m = 0; m < nc; m++)
+                if (c[m].idx == avail[best[k]].idx)
+                    lost[m] = true;
+            raced = true;
+            fds[k] = -1;
+            continue;
+        }
+        got = k + 1;
+    }
+    if (!raced)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        hbm_lease_release(fds[k]);
+    return 1;
+}
+
+/* The result of a pick that found its set: devices in id order with their leases, the
+ * variable's value, and the free devices left out. */
+static void fill_result(pick_ctx *x, const cand *avail, size_t na, const size_t *best,
+                        const int *fds)
+{
+    hbm_pick_result *res = x->res;
+    placement_text(x->obs, avail, best, x->opts->n, res->placement, sizeof res->placement);
+    res->n = x->opts->n;
+    res->devices = hbm_xcalloc(res->n, sizeof *res->devices);
+    res->dev_index = hbm_xcalloc(res->n, sizeof *res->dev_index);
+    res->lease_fds = hbm_xcalloc(res->n, sizeof *res->lease_fds);
+    size_t *order = hbm_xcalloc(res->n, sizeof *order);
+    int64_t *uids = hbm_xcalloc(na, sizeof *uids);
+    for (size_t k = 0; k < na; k++)
+        uids[k] = avail[k].uid;
+    memcpy(order, best, res->n * sizeof *order);
+    qsort_r(order, res->n, sizeof *order, cmp_uid, uids);
+    size_t pos = 0;
+    for (size_t k = 0; k < res->n; k++) {
+        size_t bk = 0;
+        while (best[bk] != order[k])
+            bk++;
+        res->devices[k] = avail[order[k]].uid;
+        res->dev_index[k] = avail[order[k]].idx;
+        res->lease_fds[k] = x->opts->lease_name ? fds[bk] : -1;
+        pos += (size_t)snprintf(res->env_value + pos, sizeof res->env_value - pos, "%s%lld",
+                                k ? "," : "", (long long)res->devices[k]);
+        if (pos >= sizeof res->env_value)
+            pos = sizeof res->env_value - 1;
+    }
+    free(order);
+    free(uids);
+    for (size_t k = 0; k < na; k++) {
+        bool chosen = false;
+        for (size_t m = 0; m < res->n; m++)
+            chosen |= best[m] == k;
+        if (!chosen)
+            refuse(res, &x->rcap, avail[k].uid, "free, not needed (%s chosen)",
+                   res->placement);
+    }
+}
+
+/* Chooses among the candidates c, leasing when asked, until a set is had (0), too few are
+ * left (1) or a lease fails (-1). */
+static int choose_and_lease(pick_ctx *x, const cand *c, size_t nc, hbm_err *err)
+{
+    size_t n = x->opts->n, na = 0;
+    bool *lost = hbm_xcalloc(nc ? nc : 1, sizeof *lost);
+    size_t *best = hbm_xcalloc(n, sizeof *best);
+    int *fds = hbm_xcalloc(n, sizeof *fds);
+    cand *avail = hbm_xcalloc(nc ? nc : 1, sizeof *avail);
+    int rc;
+    do {
+        na = 0;
+        for (size_t k = 0; k < nc; k++)
+            if (!lost[k])
+                avail[na++] = c[k];
+        if (na < n) {
+            rc = 1;
+            break;
+        }
+        choose(x->obs, avail, na, n, best);
+        rc = x->opts->lease_name ? lease_set(x, c, nc, lost, avail, best, fds, err) : 0;
+    } while (rc == 1);
+    x->res->nusable = na;
+
+    if (rc == 0)
+        fill_result(x, avail, na, best, fds); /* best indexes the last avail */
+    else if (rc == 1)
+        for (size_t k = 0; k < na; k++)
+            refuse(x->res, &x->rcap, avail[k].uid,
+                   "free, but only %zu usable device%s for %zu wanted", na,
+                   na == 1 ? "" : "s", n);
+    free(avail);
+    free(best);
+    free(fds);
+    free(lost);
+    return rc;
+}
+
 int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res,
              hbm_err *err)
 {
@@ -244,197 +434,42 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
         return hbm_err_set(err, "pick needs at least one device");
     res->vendor = main_vendor(obs);
     snprintf(res->env_name, sizeof res->env_name, "%s", hbm_vendor_visible_env(res->vendor));
-    const char *dir = opts->lease_dir ? opts->lease_dir : hbm_lease_dir(NULL);
-    size_t rcap = 0;
+    pick_ctx x = {.obs = obs, .opts = opts, .res = res,
+                  .dir = opts->lease_dir ? opts->lease_dir : hbm_lease_dir(NULL)};
     cand *c = hbm_xcalloc(obs->ndevs ? obs->ndevs : 1, sizeof *c);
-    bool *lost = hbm_xcalloc(obs->ndevs ? obs->ndevs : 1, sizeof *lost);
     size_t nc = 0;
     int rc = 0;
 
     /* Picks that lease take turns (a short directory-wide lock), so two picks never split
      * a set between them; takers that bypass pick are still handled by the retry below. */
     int turn = -1;
-    if (opts->lease_name && (turn = take_turn(dir, err)) < 0) {
+    if (opts->lease_name && (turn = take_turn(x.dir, err)) < 0) {
         rc = -1;
         goto out;
     }
     /* The directory's owner (root for the default one) makes every device's file, so files
      * belong to it and fs.protected_regular never locks one user out of another's file. */
-    if (turn >= 0 && lease_dir_owned(dir))
+    if (turn >= 0 && lease_dir_owned(x.dir))
         for (size_t i = 0; i < obs->ndevs; i++) {
             int64_t uid = hbm_device_user_id(&obs->devs[i]);
             if (uid >= 0)
-                lease_file_ensure(dir, uid, NULL);
+                lease_file_ensure(x.dir, uid, NULL);
         }
     /* Devices refused for what the observation says are refused once; devices lost to a
      * racing taker are added as they happen, and the choice is made again. */
     for (size_t i = 0; i < obs->ndevs; i++) {
-        const hbm_device *d = &obs->devs[i];
-        int64_t uid = hbm_device_user_id(d);
-        char sz[32], sz2[32], who[64] = "";
-        /* A chip without a user id has no device number to print: name it by card and
-         * chip. Its verdict comes first; the missing id only matters when it is usable. */
-        if (uid < 0)
-            snprintf(who, sizeof who, "npu %lld chip %lld: ", (long long)d->index,
-                     (long long)d->chip);
-        if (uid >= 0 && !listed(opts, uid)) {
-            refuse(res, &rcap, uid, "not in the requested device list");
-            continue;
+        int s = screen(&x, i, &c[nc], err);
+        if (s < 0) {
+            rc = -1;
+            goto out;
         }
-        if (d->vendor != res->vendor) {
-            refuse(res, &rcap, uid, "%s%s device; picking %s devices", who,
-                   hbm_vendor_name(d->vendor), hbm_vendor_name(res->vendor));
-            continue;
-        }
-        if (d->verdict != HBM_VERDICT_FREE) {
-            refuse(res, &rcap, uid, "%s%s: %s", who, hbm_verdict_name(d->verdict),
-                   d->reason[0] ? d->reason : "not free");
-            continue;
-        }
-        int64_t free_b = HBM_UNKNOWN;
-        if (d->memory_total_bytes >= 0 && d->memory_used_bytes >= 0)
-            free_b = d->memory_total_bytes - d->memory_used_bytes;
-        if (opts->min_free_bytes >= 0) {
-            if (free_b < 0) {
-                refuse(res, &rcap, uid, "%sfree memory unknown, --min-free %s asked", who,
-                       hbm_fmt_size(sz, sizeof sz, opts->min_free_bytes));
-                continue;
-            }
-            if (free_b < opts->min_free_bytes) {
-                refuse(res, &rcap, uid, "%s%s free, less than --min-free %s", who,
-                       hbm_fmt_size(sz, sizeof sz, free_b),
-                       hbm_fmt_size(sz2, sizeof sz2, opts->min_free_bytes));
-                continue;
-            }
-        }
-        if (uid < 0) {
-            refuse(res, &rcap, uid, "%sno logic id known (read `npu-smi info -m` or use DCMI)",
-                   who);
-            continue;
-        }
-        if (opts->lease_name) {
-            hbm_lease_info h;
-            int q = hbm_lease_query(dir, uid, &h, err);
-            if (q < 0) {
-                rc = -1;
-                goto out;
-            }
-            if (q == 1) {
-                char why[200];
-                describe_holder(why, sizeof why, &h);
-                refuse(res, &rcap, uid, "%s", why);
-                continue;
-            }
-        }
-        c[nc++] = (cand){.idx = i, .uid = uid, .free_b = free_b};
+        nc += (size_t)s;
     }
-
-    size_t *best = hbm_xcalloc(opts->n, sizeof *best);
-    int *fds = hbm_xcalloc(opts->n, sizeof *fds);
-    cand *avail = hbm_xcalloc(nc ? nc : 1, sizeof *avail);
-    size_t na = 0;
-    for (;;) {
-        na = 0;
-        for (size_t k = 0; k < nc; k++)
-            if (!lost[k])
-                avail[na++] = c[k];
-        if (na < opts->n) {
-            rc = 1;
-            break;
-        }
-        choose(obs, avail, na, opts->n, best);
-        if (!opts->lease_name) {
-            rc = 0;
-            break;
-        }
-        bool raced = false;
-        size_t got = 0;
-        for (size_t k = 0; k < opts->n; k++) {
-            hbm_lease_info h;
-            int a = lease_file_ensure(dir, avail[best[k]].uid, err);
-            if (a == 0)
-                a = hbm_lease_acquire(dir, opts->lease_name, avail[best[k]].uid, &fds[k], &h,
-                                      err);
-            if (a < 0) {
-                for (size_t m = 0; m < got; m++)
-                    hbm_lease_release(fds[m]);
-                rc = -1;
-                break;
-            }
-            if (a == 1) {
-                char why[200];
-                describe_holder(why, sizeof why, &h);
-                refuse(res, &rcap, avail[best[k]].uid, "%s", why);
-                for (size_t m = 0; m < nc; m++)
-                    if (c[m].idx == avail[best[k]].idx)
-                        lost[m] = true;
-                raced = true;
-                fds[k] = -1;
-                continue;
-            }
-            got = k + 1;
-        }
-        if (rc < 0)
-            break;
-        if (raced) {
-            for (size_t k = 0; k < opts->n; k++)
-                hbm_lease_release(fds[k]);
-            continue;
-        }
-        rc = 0;
-        break;
-    }
-    res->nusable = na;
-
-    if (rc == 0) {
-        /* best indexes the last avail. */
-        placement_text(obs, avail, best, opts->n, res->placement, sizeof res->placement);
-        res->n = opts->n;
-        res->devices = hbm_xcalloc(res->n, sizeof *res->devices);
-        res->dev_index = hbm_xcalloc(res->n, sizeof *res->dev_index);
-        res->lease_fds = hbm_xcalloc(res->n, sizeof *res->lease_fds);
-        size_t *order = hbm_xcalloc(res->n, sizeof *order);
-        int64_t *uids = hbm_xcalloc(na, sizeof *uids);
-        for (size_t k = 0; k < na; k++)
-            uids[k] = avail[k].uid;
-        memcpy(order, best, res->n * sizeof *order);
-        qsort_r(order, res->n, sizeof *order, cmp_uid, uids);
-        size_t pos = 0;
-        for (size_t k = 0; k < res->n; k++) {
-            size_t bk = 0;
-            while (best[bk] != order[k])
-                bk++;
-            res->devices[k] = avail[order[k]].uid;
-            res->dev_index[k] = avail[order[k]].idx;
-            res->lease_fds[k] = opts->lease_name ? fds[bk] : -1;
-            pos += (size_t)snprintf(res->env_value + pos, sizeof res->env_value - pos, "%s%lld",
-                                    k ? "," : "", (long long)res->devices[k]);
-            if (pos >= sizeof res->env_value)
-                pos = sizeof res->env_value - 1;
-        }
-        free(order);
-        free(uids);
-        for (size_t k = 0; k < na; k++) {
-            bool chosen = false;
-            for (size_t m = 0; m < res->n; m++)
-                chosen |= best[m] == k;
-            if (!chosen)
-                refuse(res, &rcap, avail[k].uid, "free, not needed (%s chosen)",
-                       res->placement);
-        }
-    } else if (rc == 1) {
-        for (size_t k = 0; k < na; k++)
-            refuse(res, &rcap, avail[k].uid, "free, but only %zu usable device%s for %zu wanted",
-                   na, na == 1 ? "" : "s", opts->n);
-    }
-    free(avail);
-    free(best);
-    free(fds);
+    rc = choose_and_lease(&x, c, nc, err);
 out:
     if (turn >= 0)
         close(turn);
     free(c);
-    free(lost);
     return rc;
 }
 

@@ -210,31 +210,25 @@ static void estimate_weights(hbm_plan_model *m)
     m->weights_estimated = true;
 }
 
-int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
-                                hbm_plan_model *m, hbm_err *err)
+/* The object holding the language model: multimodal wrappers keep it in a nested config. */
+static json_t *text_config(json_t *root)
 {
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return hbm_err_set(err, "%s:%d: not JSON: %s", name, je.line, je.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return hbm_err_set(err, "%s:1: not a JSON object", name);
-    }
-    snprintf(m->path, sizeof m->path, "%s", name);
-    /* multimodal wrappers keep the language model in a nested config */
-    json_t *t = NULL;
     static const char *const nested[] = {"text_config", "llm_config", "language_config",
                                          "thinker_config"};
-    for (size_t i = 0; i < sizeof nested / sizeof nested[0] && !t; i++) {
+    for (size_t i = 0; i < sizeof nested / sizeof nested[0]; i++) {
         json_t *c = json_object_get(root, nested[i]);
         if (json_is_object(c) && json_object_get(c, "text_config"))
             c = json_object_get(c, "text_config");
         if (json_is_object(c))
-            t = c;
+            return c;
     }
-    if (!t)
-        t = root;
+    return root;
+}
+
+/* Names and the transformer's dimensions; fails when vLLM could not size it. */
+static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *m,
+                     hbm_err *err)
+{
     json_t *arch = json_object_get(root, "architectures");
     if (json_is_array(arch) && json_is_string(json_array_get(arch, 0)))
         snprintf(m->architecture, sizeof m->architecture, "%s",
@@ -262,23 +256,18 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
     json_t *tie = get_any(t, root, "tie_word_embeddings");
     m->tie_word_embeddings = json_is_true(tie);
 
-    if (m->hidden_size <= 0 || m->num_layers <= 0 || m->num_heads <= 0) {
-        json_decref(root);
+    if (m->hidden_size <= 0 || m->num_layers <= 0 || m->num_heads <= 0)
         return hbm_err_set(err, "%s: no hidden_size, num_hidden_layers or "
                                 "num_attention_heads: not a transformer config vLLM can size",
                            name);
-    }
     if (m->num_layers > 100000 || m->hidden_size > 10000000 || m->num_heads > 100000 ||
         m->num_kv_heads <= 0 || m->num_kv_heads > m->num_heads * 64 ||
         m->vocab_size > 100000000 || m->intermediate_size < 0 ||
-        m->intermediate_size > 100000000) {
-        json_decref(root);
+        m->intermediate_size > 100000000)
         return hbm_err_set(err, "%s: architecture numbers out of range (layers %lld, hidden "
                                 "%lld, heads %lld, kv heads %lld)",
                            name, (long long)m->num_layers, (long long)m->hidden_size,
                            (long long)m->num_heads, (long long)m->num_kv_heads);
-    }
-
     const char *dt = get_str(t, root, "torch_dtype");
     if (!dt)
         dt = get_str(t, root, "dtype");
@@ -286,8 +275,12 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
         m->dtype_bytes = plan_dtype_bytes(dt);
         snprintf(m->dtype, sizeof m->dtype, "%s", dt);
     }
+    return 0;
+}
 
-    /* MoE */
+/* Mixture of experts; numbers out of range read as a dense model. */
+static void read_moe(json_t *t, json_t *root, hbm_plan_model *m)
+{
     m->num_experts = get_int(t, root, KEYS("num_experts", "n_routed_experts",
                                            "num_local_experts", "moe_num_experts"), 0);
     m->experts_per_token = get_int(t, root, KEYS("num_experts_per_tok", "moe_topk",
@@ -305,8 +298,13 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
         m->shared_expert_intermediate_size > 100000000 || m->num_shared_experts < 0 ||
         m->num_shared_experts > 1000 || m->first_dense_layers < 0)
         m->num_experts = m->experts_per_token = 0;
+}
 
-    /* MLA: one latent of kv_lora_rank + rope dim per token and layer, not split by TP */
+/* The size of one token's KV per layer and head. MLA: one latent of kv_lora_rank + rope dim
+ * per token and layer, not split by TP. */
+static int read_head_dim(json_t *t, json_t *root, const char *name,
+                         hbm_plan_model *m, hbm_err *err)
+{
     m->kv_lora_rank = get_int(t, root, KEYS("kv_lora_rank"), 0);
     m->qk_rope_head_dim = get_int(t, root, KEYS("qk_rope_head_dim"), 0);
     m->qk_nope_head_dim = get_int(t, root, KEYS("qk_nope_head_dim"), 0);
@@ -319,20 +317,22 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
         m->mla = true;
         m->head_dim = m->kv_lora_rank + m->qk_rope_head_dim;
         m->num_kv_heads = 1;
-    } else {
-        m->kv_lora_rank = m->qk_rope_head_dim = m->qk_nope_head_dim = m->q_lora_rank = 0;
-        m->v_head_dim = 0;
-        m->head_dim = get_int(t, root, KEYS("head_dim", "hidden_size_per_head"), -1);
-        if (m->head_dim <= 0 || m->head_dim > 100000)
-            m->head_dim = m->hidden_size / m->num_heads;
-        if (m->head_dim <= 0) {
-            json_decref(root);
-            return hbm_err_set(err, "%s: head size is 0 (hidden_size %lld over %lld heads)",
-                               name, (long long)m->hidden_size, (long long)m->num_heads);
-        }
+        return 0;
     }
+    m->kv_lora_rank = m->qk_rope_head_dim = m->qk_nope_head_dim = m->q_lora_rank = 0;
+    m->v_head_dim = 0;
+    m->head_dim = get_int(t, root, KEYS("head_dim", "hidden_size_per_head"), -1);
+    if (m->head_dim <= 0 || m->head_dim > 100000)
+        m->head_dim = m->hidden_size / m->num_heads;
+    if (m->head_dim <= 0)
+        return hbm_err_set(err, "%s: head size is 0 (hidden_size %lld over %lld heads)", name,
+                           (long long)m->hidden_size, (long long)m->num_heads);
+    return 0;
+}
 
-    /* linear attention (Gated DeltaNet and relatives) */
+/* Linear attention (Gated DeltaNet and relatives), sliding windows and quantisation. */
+static void read_attention_kinds(json_t *t, json_t *root, hbm_plan_model *m)
+{
     m->linear_num_k_heads = get_int(t, root, KEYS("linear_num_key_heads"), 0);
     m->linear_num_v_heads = get_int(t, root, KEYS("linear_num_value_heads"), 0);
     m->linear_k_head_dim = get_int(t, root, KEYS("linear_key_head_dim"), 0);
@@ -355,7 +355,31 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
     const char *qm = json_is_object(qc) ? json_string_value(json_object_get(qc, "quant_method"))
                                         : NULL;
     snprintf(m->quant_method, sizeof m->quant_method, "%s", qm ? qm : "");
+}
 
+int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
+                                hbm_plan_model *m, hbm_err *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return hbm_err_set(err, "%s:%d: not JSON: %s", name, je.line, je.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return hbm_err_set(err, "%s:1: not a JSON object", name);
+    }
+    snprintf(m->path, sizeof m->path, "%s", name);
+    json_t *t = text_config(root);
+    if (read_dims(t, root, name, m, err) < 0) {
+        json_decref(root);
+        return -1;
+    }
+    read_moe(t, root, m);
+    if (read_head_dim(t, root, name, m, err) < 0) {
+        json_decref(root);
+        return -1;
+    }
+    read_attention_kinds(t, root, m);
     read_layer_kinds(t, root, m);
     json_decref(root);
     estimate_weights(m);

@@ -155,35 +155,32 @@ static char *served_model(const hbm_plan_input *in, const hbm_plan_model *m,
     return hbm_xstrdup("MODEL");
 }
 
-int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
+/* The rules' release: the newest unless --vllm-version names one they know. */
+static int rules_version(const hbm_plan_input *in, bool ascend, int *ver, hbm_err *err)
 {
-    memset(res, 0, sizeof *res);
-    hbm_plan_model_init(&res->model);
-    if (!in->model_path)
-        return hbm_err_set(err, "no model: give a model directory or config.json");
-    if (in->mem_total_bytes <= 0)
-        return hbm_err_set(err, "device memory unknown: give --device NAME, --device auto or "
-                                "--mem SIZE");
-    if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
-        return -1;
-    hbm_plan_model *m = &res->model;
-    bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
-    int ver = PLAN_VERSION_NEWEST;
-    if (in->vllm_version) {
-        ver = plan_version_parse(in->vllm_version);
-        if (ver < 0)
-            return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
-                               in->vllm_version);
-        /* refused, not clamped: another release's rules would give figures that look
-         * exact for a release whose start-up nobody has read */
-        int oldest = ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA;
-        if (ver < oldest || ver > PLAN_VERSION_LAST)
-            return hbm_err_set(err, "--vllm-version: %s %s is outside the releases the rules "
-                                    "know (%d.%d.0 to %d.%d.x)",
-                               ascend ? "vllm-ascend" : "vLLM", in->vllm_version,
-                               oldest / 10000, oldest / 100 % 100, PLAN_VERSION_NEWEST / 10000,
-                               PLAN_VERSION_NEWEST / 100 % 100);
-    }
+    *ver = PLAN_VERSION_NEWEST;
+    if (!in->vllm_version)
+        return 0;
+    *ver = plan_version_parse(in->vllm_version);
+    if (*ver < 0)
+        return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
+                           in->vllm_version);
+    /* refused, not clamped: another release's rules would give figures that look
+     * exact for a release whose start-up nobody has read */
+    int oldest = ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA;
+    if (*ver < oldest || *ver > PLAN_VERSION_LAST)
+        return hbm_err_set(err, "--vllm-version: %s %s is outside the releases the rules "
+                                "know (%d.%d.0 to %d.%d.x)",
+                           ascend ? "vllm-ascend" : "vLLM", in->vllm_version, oldest / 10000,
+                           oldest / 100 % 100, PLAN_VERSION_NEWEST / 10000,
+                           PLAN_VERSION_NEWEST / 100 % 100);
+    return 0;
+}
+
+/* The model as the rules see it: byte widths and the layers of each kind. */
+static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, bool ascend,
+                          hbm_plan_result *res)
+{
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
     c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
     c.w_scale = 1.0;
@@ -208,13 +205,20 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     if (c.n_lin > 0 && m->linear_num_v_heads <= 0)
         add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
                                   "config: their per-request state is not counted"));
+    return c;
+}
 
+/* The serving flags with vLLM's defaults filled in where none was given. */
+static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, bool ascend,
+                                hbm_plan_result *res)
+{
+    const hbm_plan_model *m = c->m;
     plan_flags f = {0};
     f.total = in->mem_total_bytes;
     f.free = in->mem_free_bytes;
     f.tp = in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1;
     f.pp = in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1;
-    f.util = isnan(in->gpu_memory_utilization) ? c.r.default_util : in->gpu_memory_utilization;
+    f.util = isnan(in->gpu_memory_utilization) ? c->r.default_util : in->gpu_memory_utilization;
     if (in->max_model_len > 0)
         f.mml = in->max_model_len;
     else if (m->max_position_embeddings > 0)
@@ -224,11 +228,11 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
         add_note(res, hbm_xstrdup("config has no max_position_embeddings: max-model-len "
                                   "taken as 2048 (vLLM's fallback)"));
     }
-    bool large = in->large_device && !ascend && !c.r.v0;
+    bool large = in->large_device && !ascend && !c->r.v0;
     f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
     int64_t dflt_tokens = large ? 8192 : 2048;
     bool chunked = in->enable_chunked_prefill != 0;
-    if (c.r.v0 && in->enable_chunked_prefill < 0)
+    if (c->r.v0 && in->enable_chunked_prefill < 0)
         chunked = f.mml > 32768; /* V0 turned it on for long contexts only */
     if (in->max_num_batched_tokens > 0)
         f.mnbt = in->max_num_batched_tokens;
@@ -241,38 +245,42 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
         f.mnbt = f.seqs * f.mml;
     f.block_given = in->block_size > 0;
     f.block = f.block_given ? in->block_size : ascend ? 128 : 16;
-    f.kvb = kv_bytes(in->kv_cache_dtype, c.act_bytes);
+    f.kvb = kv_bytes(in->kv_cache_dtype, c->act_bytes);
     f.eager = in->enforce_eager == 1;
     f.kvmem = in->kv_cache_memory_bytes;
     if (m->num_heads % f.tp)
         add_note(res, hbm_xasprintf("%lld attention heads are not divisible by TP %lld: vLLM "
                                     "refuses this", (long long)m->num_heads, (long long)f.tp));
+    return f;
+}
 
-    plan_outcome o;
-    plan_evaluate(&c, &f, &o);
-    res->fits = o.fits;
-    res->weights_bytes = o.weights;
-    res->activation_bytes = o.act;
-    res->non_torch_bytes = o.nt;
-    res->graph_bytes = o.graph;
-    res->graph_outside_bytes = o.graph_out;
-    res->kv_cache_bytes = o.avail;
-    res->kv_bytes_per_token = o.per_token;
-    res->block_size = o.block;
-    res->num_blocks = o.avail > 0 ? o.num_blocks : 0;
-    res->kv_cache_tokens = o.avail > 0 ? o.tokens : 0;
-    res->max_concurrency = o.avail > 0 ? o.conc : 0;
-    res->max_model_len_fit = o.mml_fit;
-    res->total_bytes = f.total;
-    res->free_bytes = f.free;
-    res->requested_bytes = o.requested;
-    res->gpu_memory_utilization = f.util;
-    res->tensor_parallel_size = f.tp;
-    res->pipeline_parallel_size = f.pp;
-    res->max_model_len = f.mml;
-    res->max_num_seqs = f.seqs;
-    res->max_num_batched_tokens = f.mnbt;
-    res->kv_dtype_bytes = f.kvb;
+/* The figures of the outcome and what they rest on, into the result. */
+static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const plan_outcome *o,
+                         int ver, hbm_plan_result *res)
+{
+    res->fits = o->fits;
+    res->weights_bytes = o->weights;
+    res->activation_bytes = o->act;
+    res->non_torch_bytes = o->nt;
+    res->graph_bytes = o->graph;
+    res->graph_outside_bytes = o->graph_out;
+    res->kv_cache_bytes = o->avail;
+    res->kv_bytes_per_token = o->per_token;
+    res->block_size = o->block;
+    res->num_blocks = o->avail > 0 ? o->num_blocks : 0;
+    res->kv_cache_tokens = o->avail > 0 ? o->tokens : 0;
+    res->max_concurrency = o->avail > 0 ? o->conc : 0;
+    res->max_model_len_fit = o->mml_fit;
+    res->total_bytes = f->total;
+    res->free_bytes = f->free;
+    res->requested_bytes = o->requested;
+    res->gpu_memory_utilization = f->util;
+    res->tensor_parallel_size = f->tp;
+    res->pipeline_parallel_size = f->pp;
+    res->max_model_len = f->mml;
+    res->max_num_seqs = f->seqs;
+    res->max_num_batched_tokens = f->mnbt;
+    res->kv_dtype_bytes = f->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
     snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", ver / 10000,
@@ -288,31 +296,30 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     }
     snprintf(res->visible_devices, sizeof res->visible_devices, "%s",
              in->visible_devices ? in->visible_devices : "");
+}
 
-    char *served = served_model(in, m, res);
-    plan_view v = {in, served};
-    res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
-    vllm_errors(&c, &f, &o, res);
-    if (!o.fits)
-        plan_advise(&c, &f, &o, &v, res);
-
+/* The assumptions the figures rest on, after the verdict and its advice. */
+static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const plan_flags *f,
+                          const plan_outcome *o, bool ascend, hbm_plan_result *res)
+{
+    const hbm_plan_model *m = c->m;
     if (m->weights_estimated)
         add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
                                     "architecture (%.2f B parameters%s%s)",
                                     (double)m->params_estimated / 1e9,
                                     m->quant_method[0] ? ", " : "", m->quant_method));
-    if (c.r.precheck && f.free < 0)
+    if (c->r.precheck && f->free < 0)
         add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));
-    if (!c.r.snapshot_budget && f.free >= 0 && f.free < f.total)
+    if (!c->r.snapshot_budget && f->free >= 0 && f->free < f->total)
         add_note(res, hbm_xasprintf("these rules (%s %s) charge memory held by other "
                                     "processes (%.2f GiB) to the KV budget instead of refusing "
                                     "to start", ascend ? "vllm-ascend" : "vLLM",
-                                    res->vllm_version, (double)(f.total - f.free) / GIB_D));
-    if (o.graph_out > 0)
+                                    res->vllm_version, (double)(f->total - f->free) / GIB_D));
+    if (o->graph_out > 0)
         add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
                                     "allocated, outside the budget: keep that much free above "
-                                    "the utilisation", (double)o.graph_out / GIB_D));
+                                    "the utilisation", (double)o->graph_out / GIB_D));
     if (in->nunmodelled) {
         char *list = hbm_xstrdup(in->unmodelled[0]);
         for (size_t k = 1; k < in->nunmodelled; k++) {
@@ -326,11 +333,42 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
                                     in->nunmodelled > 1 ? "s" : ""));
         free(list);
     }
-    free(served);
-    if (m->mla && !ascend && !f.block_given)
+    if (m->mla && !ascend && !f->block_given)
         add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "
                                   "block)"));
+}
+
+int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
+{
+    memset(res, 0, sizeof *res);
+    hbm_plan_model_init(&res->model);
+    if (!in->model_path)
+        return hbm_err_set(err, "no model: give a model directory or config.json");
+    if (in->mem_total_bytes <= 0)
+        return hbm_err_set(err, "device memory unknown: give --device NAME, --device auto or "
+                                "--mem SIZE");
+    if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
+        return -1;
+    hbm_plan_model *m = &res->model;
+    bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
+    int ver;
+    if (rules_version(in, ascend, &ver, err) < 0)
+        return -1;
+    plan_ctx c = model_ctx(in, m, ver, ascend, res);
+    plan_flags f = serving_flags(in, &c, ascend, res);
+    plan_outcome o;
+    plan_evaluate(&c, &f, &o);
+    fill_figures(in, &f, &o, ver, res);
+
+    char *served = served_model(in, m, res);
+    plan_view v = {in, served};
+    res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
+    vllm_errors(&c, &f, &o, res);
+    if (!o.fits)
+        plan_advise(&c, &f, &o, &v, res);
+    closing_notes(in, &c, &f, &o, ascend, res);
+    free(served);
     return 0;
 }
 

@@ -279,11 +279,6 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
 /* `plan` JSON (docs/planner.md) (new reference). */
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r);
 
-/* The human report: breakdown with a bar per component against the device, verdict in
- * vLLM's words, recommendations and the flag line; lines fit width columns (>= 60).
- * color adds ANSI colour. Returns an owned string. */
-char *hbm_plan_result_text(const hbm_plan_result *r, int width, bool color);
-
 /* ---- the vLLM flags the planner knows ---------------------------------------------------- */
 
 typedef enum hbm_plan_flag_use {
@@ -307,10 +302,5 @@ const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached);
 /* The known name nearest to an unknown argument, from the table and extra (NULL-terminated,
  * may be NULL): a few edits away, or the one name it abbreviates; NULL when none is close. */
 const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra);
-
-/* The verdict alone (for `hbmctl run --preflight`): one line when it starts; else vLLM's
- * message on one line, then every change that makes it fit with its cost and flag line
- * (lines within 100 columns). Owned string, ending in a newline. */
-char *hbm_plan_verdict_text(const hbm_plan_result *r);
 
 #endif

@@ -5,42 +5,6 @@
 #include "cli.h"
 #include "cli_findings.h"
 
-#define WIDTH 100
-
-void cli_wrap(FILE *f, const char *label, int indent, const char *text)
-{
-    fprintf(f, "%-*s", indent, label);
-    int col = indent;
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t w = strcspn(p, " ");
-        if (!w)
-            break;
-        if (col > indent && col + 1 + (int)w > WIDTH) {
-            fprintf(f, "\n%*s", indent, "");
-            col = indent;
-        }
-        if (col > indent) {
-            fputc(' ', f);
-            col++;
-        }
-        /* A word wider than a whole line (a long path, a JSON value) is cut at the margin. */
-        while (col + (int)w > WIDTH && WIDTH - col > 0 && col == indent) {
-            int room = WIDTH - col;
-            fwrite(p, 1, (size_t)room, f);
-            fprintf(f, "\n%*s", indent, "");
-            p += room;
-            w -= (size_t)room;
-        }
-        fwrite(p, 1, w, f);
-        col += (int)w;
-        p += w;
-    }
-    fputc('\n', f);
-}
-
 void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs)
 {
     if (strcmp(obs->backend, "none") != 0)

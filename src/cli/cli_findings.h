@@ -6,14 +6,11 @@
 
 #include "hbm/doctor.h"
 #include "hbm/obs.h"
+#include "wrap.h" /* cli_wrap, used with these by doctor, clean and pick */
 
 /* The verdict line, a table (severity, id, device, summary) and one block per finding
  * (summary, evidence, remedy, clean action), wrapped to 100 columns. */
 void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs);
-
-/* Writes text after a label of width indent, wrapped at 100 columns; a word longer than
- * a line is cut. */
-void cli_wrap(FILE *f, const char *label, int indent, const char *text);
 
 /* When obs has no device source (backend "none"), says so and why, wrapped, prefixed by
  * prefix ("" or "hbmctl: "); prints nothing otherwise. */

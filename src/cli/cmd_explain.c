@@ -7,8 +7,7 @@
 
 #include "cli.h"
 #include "hbm/explain.h"
-
-#define WIDTH 100
+#include "wrap.h"
 
 static const char about[] =
     "Reads a server log (vLLM, vllm-ascend, MindIE, torch_npu, CANN, HCCL, PyTorch, CUDA,\n"
@@ -18,40 +17,11 @@ static const char about[] =
     "colours and docker / Kubernetes timestamps are tolerated. Without LOG, standard input\n"
     "is read.\n";
 
-/* Prints text wrapped to WIDTH with the given indent (first line after `lead`). */
+/* Prints text wrapped to CLI_WIDTH with the given indent (first line after `lead`). */
 static void wrap(const char *lead, int indent, const char *text)
 {
     int col = printf("%*s%s", indent, "", lead);
-    const char *p = text;
-    bool first = true;
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        size_t w = strcspn(p, " ");
-        if (!first && col + 1 + (int)w > WIDTH) {
-            printf("\n%*s", indent + (int)strlen(lead), "");
-            col = indent + (int)strlen(lead);
-            first = true;
-        }
-        if (!first) {
-            putchar(' ');
-            col++;
-        }
-        /* A word longer than the line (a log line without spaces) is cut into pieces. */
-        while ((int)w > WIDTH - col && WIDTH - col > 10) {
-            int take = WIDTH - col;
-            printf("%.*s\n%*s", take, p, indent + (int)strlen(lead), "");
-            p += take;
-            w -= (size_t)take;
-            col = indent + (int)strlen(lead);
-        }
-        col += printf("%.*s", (int)w, p);
-        p += w;
-        first = false;
-    }
-    putchar('\n');
+    cli_wrap_from(stdout, text, col, col, CLI_WIDTH, true);
 }
 
 static void print_list(const hbm_catalog *cat, const char *path, bool json)

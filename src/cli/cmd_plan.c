@@ -9,6 +9,8 @@
 
 #include "cli.h"
 #include "hbm/plan.h"
+#include "render_plan.h"
+#include "wrap.h"
 
 static const char about[] =
     "Predicts what vLLM (V1 engine, or vllm-ascend) does with device memory at start-up:\n"
@@ -383,9 +385,7 @@ int cmd_plan(int argc, char **argv)
     if (a.cc.json) {
         cli_json_out(hbm_plan_result_to_json(&res));
     } else {
-        char *text = hbm_plan_result_text(&res, 100, cli_color(stdout));
-        fputs(text, stdout);
-        free(text);
+        cli_plan_report(stdout, &res, CLI_WIDTH, cli_color(stdout));
     }
     rc = res.fits ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
 out:

@@ -15,6 +15,7 @@
 #include "hbm/lease.h"
 #include "hbm/plan.h"
 #include "hbm/run.h"
+#include "render_plan.h"
 
 #define PREFIX "hbmctl run: "
 
@@ -167,7 +168,7 @@ static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
         hbm_plan_result_free(&r);
         return fail("preflight: cannot plan: %s", err.msg);
     }
-    char *text = hbm_plan_verdict_text(&r);
+    char *text = cli_plan_verdict_text(&r);
     int code = 0;
     if (!r.fits) {
         fprintf(stderr, PREFIX "preflight refuses to start on device %lld (%s):\n",

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "hbm/snapshot.h"
+#include "wrap.h"
 
 static const char *fmt_pair(char *buf, size_t n, int64_t used, int64_t total)
 {
@@ -26,34 +27,16 @@ static const char *fmt_id(char *buf, size_t n, int64_t v)
     return buf;
 }
 
-/* Wraps text at width, indenting continuation lines. */
+/* Text after prefix (leading newlines first), wrapped at width under the prefix. */
 static void print_wrapped(const char *prefix, const char *text, int width)
 {
     while (*prefix == '\n') {
         putchar('\n');
         prefix++;
     }
+    fputs(prefix, stdout);
     int indent = (int)strlen(prefix);
-    printf("%s", prefix);
-    int col = indent;
-    const char *p = text;
-    while (*p) {
-        const char *sp = strchr(p, ' ');
-        int wlen = sp ? (int)(sp - p) : (int)strlen(p);
-        if (col > indent && col + 1 + wlen > width) {
-            printf("\n%*s", indent, "");
-            col = indent;
-        } else if (col > indent) {
-            putchar(' ');
-            col++;
-        }
-        printf("%.*s", wlen, p);
-        col += wlen;
-        p += wlen;
-        while (*p == ' ')
-            p++;
-    }
-    putchar('\n');
+    cli_wrap_from(stdout, text, indent, indent, width, false);
 }
 
 static bool listed_by_driver(const hbm_obs *obs, int pid)

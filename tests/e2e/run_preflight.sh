@@ -54,6 +54,13 @@ check_backend() { # BACKEND
     grep -Eq '^     cost: ' "$LOG" || fail "$be: a change without its cost"
     grep -Eq '^     vllm serve .*--gpu-memory-utilization' "$LOG" || fail "$be: a change without its flag line"
     grep -q '(below)' "$LOG" && fail "$be: the refusal refers to text it does not print"
+    # every numbered change has its cost; after vLLM's own line, all within 100 columns
+    local changes costs
+    changes=$(grep -Ec '^  [0-9]+\. ' "$LOG")
+    costs=$(grep -Ec '^     cost: ' "$LOG")
+    [ "$changes" = "$costs" ] || fail "$be: $changes changes but $costs costs"
+    awk 'on && length($0) > 100 { exit 1 } /^vLLM will not start: / { on = 1 }' "$LOG" ||
+        fail "$be: a line of the changes is wider than 100 columns"
     echo "ok: $be: preflight refuses with vLLM's numbers: $(grep -o 'Free memory[^)]*)[^)]*)' "$LOG" | head -n1)"
 }
 
@@ -97,5 +104,6 @@ PATH=$T/bin:$PATH "$HBMCTL" run --backend nvml --preflight "$model" -- \
     vllm serve "$model" --gpu-memory-utilization 0.85 --max-model-len 8192 2>"$LOG"
 rc=$?
 [ "$rc" = 0 ] || fail "fits: exit $rc, expected 0 (the launch fits once the device is free)"
-grep -q 'preflight: ' "$LOG" || fail "fits: no preflight line"
+grep -q 'preflight: vLLM starts: .* at max-model-len 8192$' "$LOG" ||
+    fail "fits: no preflight line saying it starts at max-model-len 8192"
 echo "ok: on a free device the preflight passes and the command runs"

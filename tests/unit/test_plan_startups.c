@@ -20,9 +20,11 @@
 
 static void print_result(const hbm_plan_result *r)
 {
-    char *t = hbm_plan_result_text(r, 100, false);
+    json_t *j = hbm_plan_result_to_json(r);
+    char *t = json_dumps(j, JSON_INDENT(2));
     printf("%s\n", t);
     free(t);
+    json_decref(j);
 }
 
 static const hbm_plan_rec *find_rec(const hbm_plan_result *r, const char *kind)

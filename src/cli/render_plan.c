@@ -1,0 +1,203 @@
+/* The planner's result for people: a bar per component against the device, the verdict in
+ * vLLM's words, the changes that fit. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "render_plan.h"
+#include "wrap.h"
+
+#define GIB_D 1073741824.0
+
+/* From the start of a line: indent columns, then text, continuation lines at hang. */
+static void wrap_hang(FILE *f, const char *text, int indent, int hang, int width)
+{
+    fprintf(f, "%*s", indent, "");
+    cli_wrap_from(f, text, indent, hang, width, false);
+}
+
+static void bar_row(FILE *f, const char *label, int64_t bytes, int64_t total, int barw)
+{
+    int n = 0;
+    if (bytes > 0 && total > 0) {
+        n = (int)lround((double)bytes / (double)total * barw);
+        if (n == 0)
+            n = 1;
+        if (n > barw)
+            n = barw;
+    }
+    char bar[256];
+    int i = 0;
+    for (; i < n && i < (int)sizeof bar - 1; i++)
+        bar[i] = '#';
+    for (; i < barw && i < (int)sizeof bar - 1; i++)
+        bar[i] = '.';
+    bar[i] = 0;
+    fprintf(f, "  %-23s %9.2f GiB %5.1f%%  %s\n", label, (double)bytes / GIB_D,
+            total > 0 ? 100.0 * (double)bytes / (double)total : 0.0, bar);
+}
+
+/* The numbered changes with their costs and flag lines. */
+static void recs_text(FILE *f, const hbm_plan_result *r, int width)
+{
+    fprintf(f, "what makes it fit, best first:\n");
+    for (size_t i = 0; i < r->nrecs; i++) {
+        char *t = hbm_xasprintf("%zu. %s", i + 1, r->recs[i].change);
+        wrap_hang(f, t, 2, 5, width);
+        free(t);
+        char *c = hbm_xasprintf("cost: %s", r->recs[i].cost);
+        wrap_hang(f, c, 5, 5, width);
+        free(c);
+        wrap_hang(f, r->recs[i].vllm_args, 5, 7, width);
+    }
+}
+
+char *cli_plan_verdict_text(const hbm_plan_result *r)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&s, &n);
+    if (!f)
+        return hbm_xstrdup("");
+    if (r->fits) {
+        fprintf(f, "vLLM starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld\n",
+                (long long)r->kv_cache_tokens, r->max_concurrency, (long long)r->max_model_len);
+    } else {
+        /* vLLM's words on one line, so they read (and grep) as vLLM prints them */
+        fprintf(f, "vLLM will not start: %s\n", r->nerrors ? r->errors[0].message : "");
+        if (r->nrecs)
+            recs_text(f, r, CLI_WIDTH);
+        else
+            fprintf(f, "no single change found that makes it fit\n");
+    }
+    fclose(f);
+    return s;
+}
+
+/* The model, the device (and which ones), the weights and the flags. */
+static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
+{
+    const hbm_plan_model *m = &r->model;
+    fprintf(f, "model   ");
+    char *line = hbm_xasprintf(
+        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s",
+        m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
+        (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
+        m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
+        r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM", r->vllm_version);
+    cli_wrap_from(f, line, 8, 8, width, false);
+    free(line);
+    char fr[48];
+    if (r->free_bytes >= 0)
+        snprintf(fr, sizeof fr, "%.2f GiB free", (double)r->free_bytes / GIB_D);
+    else
+        snprintf(fr, sizeof fr, "free not known");
+    fprintf(f, "device  ");
+    line = hbm_xasprintf("%s%s%.2f GiB total as the framework sees it, %s", r->device_name,
+                         r->device_name[0] ? (r->live ? " (live): " : ": ") : "",
+                         (double)r->total_bytes / GIB_D, fr);
+    cli_wrap_from(f, line, 8, 8, width, false);
+    free(line);
+    if (r->ndevice_ids) {
+        /* which devices vLLM would take, and what chose them */
+        char *ids = hbm_xstrdup("");
+        for (size_t i = 0; i < r->ndevice_ids; i++) {
+            char *t = hbm_xasprintf("%s%s%lld", ids, i ? ", " : "", (long long)r->device_ids[i]);
+            free(ids);
+            ids = t;
+        }
+        bool npu = r->platform == HBM_PLAN_PLATFORM_ASCEND;
+        char why[200];
+        if (r->visible_devices[0])
+            snprintf(why, sizeof why, "as %s leaves them", r->visible_devices);
+        else
+            snprintf(why, sizeof why, "the first %zu, %s not set", r->ndevice_ids,
+                     npu ? "ASCEND_RT_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+        line = hbm_xasprintf("uses %s %s: %s%s", npu ? "NPU" : "GPU", ids, why,
+                             r->ndevice_ids > 1 ? "; the least free memory among them counts"
+                                                : "");
+        wrap_hang(f, line, 8, 8, width);
+        free(line);
+        free(ids);
+    }
+    if (m->weights_estimated)
+        line = hbm_xasprintf("weights estimated from the architecture (%.2f B parameters): no "
+                             "safetensors found",
+                             (double)m->params_estimated / 1e9);
+    else
+        line = hbm_xasprintf("weights %.2f GiB measured from %d safetensors file%s (%lld "
+                             "tensors)",
+                             (double)m->weights_bytes / GIB_D, m->weights_files,
+                             m->weights_files == 1 ? "" : "s", (long long)m->weights_tensors);
+    wrap_hang(f, line, 0, 8, width);
+    free(line);
+    fprintf(f, "flags   TP %lld  PP %lld  util %g  max-model-len %lld  max-num-seqs %lld  "
+               "batched-tokens %lld\n        block %lld  kv-cache-dtype %s (%d B)\n\n",
+            (long long)r->tensor_parallel_size, (long long)r->pipeline_parallel_size,
+            r->gpu_memory_utilization, (long long)r->max_model_len, (long long)r->max_num_seqs,
+            (long long)r->max_num_batched_tokens, (long long)r->block_size, r->kv_cache_dtype,
+            r->kv_dtype_bytes);
+}
+
+/* A bar per component against the device's total, then the KV cache's figures. */
+static void report_breakdown(FILE *f, const hbm_plan_result *r, int width)
+{
+    int barw = width - 50;
+    if (barw > 50)
+        barw = 50;
+    fprintf(f, "per rank                       size   device  (bar: share of %.2f GiB)\n",
+            (double)r->total_bytes / GIB_D);
+    int64_t T = r->total_bytes;
+    bar_row(f, "weights", r->weights_bytes, T, barw);
+    bar_row(f, "peak activation", r->activation_bytes, T, barw);
+    bar_row(f, "non-torch", r->non_torch_bytes, T, barw);
+    if (r->graph_bytes > 0)
+        bar_row(f, "graphs (in budget)", r->graph_bytes, T, barw);
+    bar_row(f, "KV cache", r->kv_cache_bytes > 0 ? r->kv_cache_bytes : 0, T, barw);
+    if (r->kv_cache_bytes < 0)
+        fprintf(f, "  %-22s %9.2f GiB  (budget short by this much)\n", "KV cache budget",
+                (double)r->kv_cache_bytes / GIB_D);
+    if (r->graph_outside_bytes > 0)
+        bar_row(f, "graphs (after budget)", r->graph_outside_bytes, T, barw);
+    if (r->free_bytes >= 0 && r->free_bytes < T)
+        bar_row(f, "other processes", T - r->free_bytes, T, barw);
+    bar_row(f, "requested: util x total", r->requested_bytes, T, barw);
+    fprintf(f, "\n");
+    if (r->kv_cache_bytes > 0)
+        fprintf(f, "KV      %lld B per token per rank; %lld blocks of %lld tokens = %lld "
+                   "tokens;\n        max concurrency %.2fx at max-model-len %lld\n",
+                (long long)r->kv_bytes_per_token, (long long)r->num_blocks,
+                (long long)r->block_size, (long long)r->kv_cache_tokens, r->max_concurrency,
+                (long long)r->max_model_len);
+}
+
+void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
+{
+    if (width < 60)
+        width = 60;
+    const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "";
+    const char *reset = color ? "\033[0m" : "";
+    report_inputs(f, r, width);
+    report_breakdown(f, r, width);
+    if (r->fits)
+        fprintf(f, "verdict %sFITS%s: vLLM starts with these flags\n", green, reset);
+    else
+        fprintf(f, "verdict %sDOES NOT START%s: vLLM will say\n", red, reset);
+    for (size_t i = 0; i < r->nerrors; i++)
+        wrap_hang(f, r->errors[i].message, 8, 8, width);
+    if (r->nrecs) {
+        fprintf(f, "\n");
+        recs_text(f, r, width);
+    } else if (!r->fits) {
+        fprintf(f, "\nno single change found that makes it fit\n");
+    }
+    fprintf(f, "\ncommand ");
+    cli_wrap_from(f, r->vllm_args ? r->vllm_args : "", 8, 8, width, false);
+    if (r->nnotes) {
+        fprintf(f, "\nnotes:\n");
+        for (size_t i = 0; i < r->nnotes; i++) {
+            char *t = hbm_xasprintf("- %s", r->notes[i]);
+            wrap_hang(f, t, 2, 4, width);
+            free(t);
+        }
+    }
+}

@@ -32,6 +32,8 @@ typedef enum fkind {
     F_DUP,     /* owned char *; NULL is null */
     F_DUPZ,    /* owned char *, written "" when NULL and read "" when null */
     F_BOOL,    /* only true reads as true */
+    F_STRS,    /* owned char ** and its size_t count: an array of strings */
+    F_INTS,    /* owned int * and its size_t count: an array, non-integers skipped */
     F_NESTED,  /* a JSON object whose fields are members of the same struct */
     F_LIST,    /* a JSON array of objects: an owned array and its count */
     F_CUSTOM,  /* put and get below */
@@ -50,6 +52,7 @@ struct field {
     fkind kind;
     unsigned flags;
     size_t off, size;
+    size_t count;          /* F_STRS, F_INTS: offset of the count */
     const field *sub;      /* F_NESTED: the sub-object's fields, ending in a NULL key */
     const list_desc *list; /* F_LIST */
     json_t *(*put)(const void *obj);                     /* F_CUSTOM */
@@ -66,12 +69,13 @@ struct list_desc {
 };
 
 #define MEMBER(T, m) offsetof(T, m), sizeof(((T *)0)->m)
-#define FLD(T, k, kind, m) {k, kind, 0, MEMBER(T, m), NULL, NULL, NULL, NULL}
-#define FLDF(T, k, kind, flags, m) {k, kind, flags, MEMBER(T, m), NULL, NULL, NULL, NULL}
-#define NESTED(k, sub) {k, F_NESTED, 0, 0, 0, sub, NULL, NULL, NULL}
-#define LIST(k, desc) {k, F_LIST, 0, 0, 0, NULL, &(desc), NULL, NULL}
-#define CUSTOM(k, put, get) {k, F_CUSTOM, 0, 0, 0, NULL, NULL, put, get}
-#define END {NULL, F_CUSTOM, 0, 0, 0, NULL, NULL, NULL, NULL}
+#define FLD(T, k, kind, m) {k, kind, 0, MEMBER(T, m), 0, NULL, NULL, NULL, NULL}
+#define FLDF(T, k, kind, flags, m) {k, kind, flags, MEMBER(T, m), 0, NULL, NULL, NULL, NULL}
+#define ARRAY(T, k, kind, m, n) {k, kind, 0, MEMBER(T, m), offsetof(T, n), NULL, NULL, NULL, NULL}
+#define NESTED(k, sub) {k, F_NESTED, 0, 0, 0, 0, sub, NULL, NULL, NULL}
+#define LIST(k, desc) {k, F_LIST, 0, 0, 0, 0, NULL, &(desc), NULL, NULL}
+#define CUSTOM(k, put, get) {k, F_CUSTOM, 0, 0, 0, 0, NULL, NULL, put, get}
+#define END {NULL, F_CUSTOM, 0, 0, 0, 0, NULL, NULL, NULL, NULL}
 
 #define AT(obj, f, T) ((T *)(void *)((char *)(obj) + (f)->off))
 #define CAT(obj, f, T) ((const T *)(const void *)((const char *)(obj) + (f)->off))
@@ -106,6 +110,17 @@ static json_t *put_list(const void *obj, const list_desc *l)
     return a;
 }
 
+/* F_STRS and F_INTS: the items of an array member. */
+static json_t *put_array(const void *obj, const field *f)
+{
+    json_t *a = json_array();
+    size_t n = *(const size_t *)(const void *)((const char *)obj + f->count);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, f->kind == F_STRS ? json_string((*CAT(obj, f, char **))[i])
+                                                   : json_integer((*CAT(obj, f, int *))[i]));
+    return a;
+}
+
 static json_t *put_field(const void *obj, const field *f)
 {
     switch (f->kind) {
@@ -127,6 +142,8 @@ static json_t *put_field(const void *obj, const field *f)
         return json_string(s ? s : "");
     }
     case F_BOOL: return json_boolean(*CAT(obj, f, bool));
+    case F_STRS:
+    case F_INTS: return put_array(obj, f);
     case F_NESTED: return put_fields(obj, f->sub);
     case F_LIST: return put_list(obj, f->list);
     case F_CUSTOM: break;
@@ -248,6 +265,35 @@ static int get_int32(rd *r, const json_t *o, const char *k, int *out)
     return 0;
 }
 
+/* F_STRS (strings only) and F_INTS (integers kept, others skipped). */
+static int get_array_member(rd *r, const json_t *o, void *obj, const field *f)
+{
+    json_t *a, *x;
+    size_t j;
+    if (get_array(r, o, f->key, &a) < 0)
+        return -1;
+    if (!a || !json_array_size(a))
+        return 0;
+    size_t *n = (size_t *)(void *)((char *)obj + f->count);
+    if (f->kind == F_INTS) {
+        int **v = AT(obj, f, int *);
+        *v = hbm_xcalloc(json_array_size(a), sizeof **v);
+        json_array_foreach(a, j, x) {
+            if (json_is_integer(x))
+                (*v)[(*n)++] = (int)json_integer_value(x);
+        }
+        return 0;
+    }
+    char ***v = AT(obj, f, char **);
+    *v = hbm_xcalloc(json_array_size(a), sizeof **v);
+    json_array_foreach(a, j, x) {
+        if (!json_is_string(x))
+            return bad(r, f->key, "must hold strings");
+        (*v)[(*n)++] = hbm_xstrdup(json_string_value(x));
+    }
+    return 0;
+}
+
 static int get_field(rd *r, const json_t *o, void *obj, const field *f)
 {
     bool req = f->flags & F_REQUIRED;
@@ -283,6 +329,8 @@ static int get_field(rd *r, const json_t *o, void *obj, const field *f)
         return rc;
     }
     case F_BOOL: *AT(obj, f, bool) = json_is_true(json_object_get(o, f->key)); return 0;
+    case F_STRS:
+    case F_INTS: return get_array_member(r, o, obj, f);
     case F_NESTED: {
         json_t *x = json_object_get(o, f->key);
         return json_is_object(x) ? get_fields(r, x, obj, f->sub) : 0;
@@ -370,33 +418,6 @@ static int get_nspid(rd *r, const json_t *o, void *obj)
     return 0;
 }
 
-static json_t *put_dev_paths(const void *obj)
-{
-    const hbm_hproc *p = obj;
-    json_t *a = json_array();
-    for (size_t i = 0; i < p->ndev_paths; i++)
-        json_array_append_new(a, json_string(p->dev_paths[i]));
-    return a;
-}
-
-static int get_dev_paths(rd *r, const json_t *o, void *obj)
-{
-    hbm_hproc *p = obj;
-    json_t *a, *x;
-    size_t j;
-    if (get_array(r, o, "device_files", &a) < 0)
-        return -1;
-    if (!a || !json_array_size(a))
-        return 0;
-    p->dev_paths = hbm_xcalloc(json_array_size(a), sizeof *p->dev_paths);
-    json_array_foreach(a, j, x) {
-        if (!json_is_string(x))
-            return bad(r, "device_files", "must hold strings");
-        p->dev_paths[p->ndev_paths++] = hbm_xstrdup(json_string_value(x));
-    }
-    return 0;
-}
-
 static json_t *put_sysv_key(const void *obj)
 {
     char key[24];
@@ -411,32 +432,6 @@ static int get_sysv_key(rd *r, const json_t *o, void *obj)
     if (get_str(r, o, "key", key, sizeof key) < 0)
         return -1;
     ((hbm_sysv_seg *)obj)->key = (int64_t)(int32_t)strtoul(key, NULL, 16);
-    return 0;
-}
-
-static json_t *put_shm_holders(const void *obj)
-{
-    const hbm_posix_shm *s = obj;
-    json_t *a = json_array();
-    for (size_t j = 0; j < s->nholders; j++)
-        json_array_append_new(a, json_integer(s->holders[j]));
-    return a;
-}
-
-static int get_shm_holders(rd *r, const json_t *o, void *obj)
-{
-    hbm_posix_shm *s = obj;
-    json_t *a, *x;
-    size_t j;
-    if (get_array(r, o, "holders", &a) < 0)
-        return -1;
-    if (!a || !json_array_size(a))
-        return 0;
-    s->holders = hbm_xcalloc(json_array_size(a), sizeof *s->holders);
-    json_array_foreach(a, j, x) {
-        if (json_is_integer(x))
-            s->holders[s->nholders++] = (int)json_integer_value(x);
-    }
     return 0;
 }
 
@@ -530,7 +525,7 @@ static const field hproc_fields[] = {
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),
-    CUSTOM("device_files", put_dev_paths, get_dev_paths),
+    ARRAY(hbm_hproc, "device_files", F_STRS, dev_paths, ndev_paths),
     FLD(hbm_hproc, "visible_devices", F_DUP, visible_devices),
     END,
 };
@@ -558,7 +553,7 @@ static const field posix_fields[] = {
     FLD(hbm_posix_shm, "size_bytes", F_U64, size),
     FLD(hbm_posix_shm, "uid", F_INT, uid),
     FLD(hbm_posix_shm, "mtime", F_I64_RAW, mtime),
-    CUSTOM("holders", put_shm_holders, get_shm_holders),
+    ARRAY(hbm_posix_shm, "holders", F_INTS, holders, nholders),
     END,
 };
 

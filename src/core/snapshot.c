@@ -80,10 +80,10 @@ struct list_desc {
 #define AT(obj, f, T) ((T *)(void *)((char *)(obj) + (f)->off))
 #define CAT(obj, f, T) ((const T *)(const void *)((const char *)(obj) + (f)->off))
 
-static int bad(rd *r, const char *field, const char *what)
+static int bad(rd *r, const char *key, const char *what)
 {
     return hbm_err_set(r->err, "%s: %s%s%s: %s", r->name, r->path, r->path[0] ? "." : "",
-                       field, what);
+                       key, what);
 }
 
 static json_t *jint(int64_t v)

@@ -32,7 +32,7 @@ static void list_devices(void)
     const hbm_plan_device *d = hbm_plan_devices(&n);
     printf("%-10s %-7s %10s  %s\n", "DEVICE", "KIND", "TOTAL", "SOURCE");
     for (size_t i = 0; i < n; i++)
-        printf("%-10s %-7s %6.2f GiB  %.70s\n", d[i].name,
+        printf("%-10s %-7s %6.2f GiB  %.69s\n", d[i].name,
                d[i].platform == HBM_PLAN_PLATFORM_ASCEND ? "ascend" : "cuda",
                (double)d[i].total_bytes / 1073741824.0, d[i].source);
 }
@@ -246,8 +246,9 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
     const cli_opt opts[] = {
         CLI_HEAD("device"),
         CLI_OPT(CLI_STRING, "device", 0, "NAME", &a->device,
-                "a known device (910B1..910B4, 910, 310P3, A100-40G, A100-80G,\n"
-                "H100-80G, H200, H20, L40S, 4090, 3090, A10; --list-devices)"),
+                "a known device (910B1..910B4-1, 910C, 310P3[-48G], A100-40G/80G,\n"
+                "A800, H100-80G, H800, H200, H20, B200, MI300X, L40S, L20, L4,\n"
+                "RTX6000Ada, 4090, 3090, A10, A10G; --list-devices)"),
         CLI_FORM("--device auto",
                  "the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
                  "ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"

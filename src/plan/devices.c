@@ -2,6 +2,7 @@
  * vLLM's MemorySnapshot reads from torch mem_get_info), not the marketing size. Sources
  * and the estimated rows are listed in docs/planner.md. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,28 +20,51 @@ static const hbm_plan_device table[] = {
      "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
     {"910B4", "Ascend910B4", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "memory the framework sees on a 32 GB 910B4: 29.49 GiB"},
+    {"910B4-1", "Ascend910B4-1,910B4-64G", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
+     "estimate: 64 GB HBM as the other 64 GB Atlas A2 chips (61.27 GiB)"},
+    {"910C", "A3,AtlasA3,Ascend910C,910_93,Ascend910_93", HBM_PLAN_PLATFORM_ASCEND,
+     GIB(61.27), false, "estimate: 64 GB HBM per die, as the 64 GB Atlas A2 chips"},
     {"910", "Ascend910,910A,910ProB", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "estimate: 32 GB HBM less the 2.51 GiB runtime share seen on the 910B4"},
-    {"310P3", "Ascend310P3,310P,300IDuo,300IPro", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12), false,
-     "estimate: 24 GB per chip scaled as the 910B4 (0.9216)"},
+    {"310P3", "Ascend310P3,310P,300IPro,300VPro,310P3-24G", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12),
+     false, "estimate: 24 GB per chip scaled as the 910B4 (0.9216)"},
+    {"310P3-48G", "300IDuo,310P3-Duo", HBM_PLAN_PLATFORM_ASCEND, 44278LL << 20, false,
+     "vLLM refusal on a 300I Duo chip (seed 000): 16.58/43.24 GiB, 44278 MB in npu-smi"},
     {"A100-40G", "A100,A100-40GB,A100-SXM4-40GB,A100-PCIE-40GB", HBM_PLAN_PLATFORM_CUDA,
      GIB(39.38), false, "vLLM log (vllm#16570): total_gpu_memory 39.38GiB"},
-    {"A100-80G", "A100-80GB,A100-SXM4-80GB,A100-PCIE-80GB,A800,A800-80G", HBM_PLAN_PLATFORM_CUDA,
-     GIB(79.15), false, "PyTorch OOM text: 79.15 GiB total capacity"},
-    {"H100-80G", "H100,H100-80GB,H100-SXM,H100-PCIE,H800", HBM_PLAN_PLATFORM_CUDA, GIB(79.18),
-     true, "vLLM logs (llm-d): 79.18 GiB"},
+    {"A100-80G", "A100-80GB,A100-SXM4-80GB,A100-PCIE-80GB", HBM_PLAN_PLATFORM_CUDA, GIB(79.15),
+     false, "PyTorch OOM text: 79.15 GiB total capacity"},
+    /* vLLM's small-batch exception matches "a100" in the device name: an A800 is large */
+    {"A800", "A800-80G,A800-SXM4-80GB,A800-PCIE-80GB", HBM_PLAN_PLATFORM_CUDA, GIB(79.15), true,
+     "estimate: the A100-80G's 79.15 GiB (the same 80 GB board)"},
+    {"H100-80G", "H100,H100-80GB,H100-SXM,H100-PCIE", HBM_PLAN_PLATFORM_CUDA, GIB(79.18), true,
+     "vLLM logs (llm-d): 79.18 GiB"},
+    {"H800", "H800-80G,H800-SXM,H800-PCIE", HBM_PLAN_PLATFORM_CUDA, GIB(79.18), true,
+     "estimate: the H100-80G's 79.18 GiB (the same 80 GB HBM3)"},
     {"H200", "H200-141G,H200-SXM,H20-141G", HBM_PLAN_PLATFORM_CUDA, GIB(139.81), true,
      "estimate: 143771 MiB less the driver share seen on the H100"},
     {"H20", "H20-96G", HBM_PLAN_PLATFORM_CUDA, GIB(94.99), true,
      "estimate: 97871 MiB less the driver share seen on the H100"},
+    {"B200", "B200-180G,B200-SXM", HBM_PLAN_PLATFORM_CUDA, GIB(178.35), true,
+     "PyTorch OOM text on 8x B200: total capacity of 178.35 GiB"},
+    {"MI300X", "InstinctMI300X,AMDInstinctMI300X,MI300X-192G", HBM_PLAN_PLATFORM_CUDA,
+     GIB(191.98), true, "PyTorch (ROCm) OOM text: HIP ... total capacity of 191.98 GiB"},
     {"L40S", "L40S-48G,L40", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
      "PyTorch OOM text: total capacity of 44.42 GiB (8x L40S)"},
+    {"L20", "L20-48G", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
+     "estimate: the L40S's 44.42 GiB (48 GB GDDR6, 46068 MiB in nvidia-smi on both)"},
+    {"RTX6000Ada", "RTX6000AdaGeneration,6000Ada,RTX6000-Ada", HBM_PLAN_PLATFORM_CUDA,
+     GIB(44.43), false, "PyTorch OOM text: total capacity of 44.43 GiB (MTVCrafter#21)"},
+    {"L4", "L4-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.03), false,
+     "PyTorch OOM text: total capacity of 22.03 GiB on an L4 (evo2#190)"},
     {"4090", "RTX4090,GeForceRTX4090,4090-24G", HBM_PLAN_PLATFORM_CUDA, GIB(23.64), false,
      "PyTorch OOM text: total capacity of 23.64 GiB"},
     {"3090", "RTX3090,GeForceRTX3090", HBM_PLAN_PLATFORM_CUDA, GIB(23.58), false,
      "vLLM log (vllm#10517): total_gpu_memory=23.58GiB"},
-    {"A10", "A10G,A10-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.05), false,
+    {"A10", "A10-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.05), false,
      "vLLM pre-check text: 22.05 GiB total (pytorch#175666)"},
+    {"A10G", "A10G-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.05), false,
+     "estimate: the A10's 22.05 GiB (the same 24 GB GDDR6, 23028 MiB in nvidia-smi)"},
 };
 
 const hbm_plan_device *hbm_plan_devices(size_t *n)
@@ -101,11 +125,19 @@ static void family(const char *name, char *out, size_t n)
     norm(tmp, out, n);
 }
 
+/* The framework sees a little less than the driver (A100 0.985, H100 0.994, 910B4 0.92 of
+ * it), never more: a row outside that is another memory size of the same chip. */
+static bool size_fits(const hbm_plan_device *t, int64_t driver_total)
+{
+    return driver_total <= 0 || ((double)t->total_bytes <= 1.005 * (double)driver_total &&
+                                 (double)t->total_bytes >= 0.90 * (double)driver_total);
+}
+
 const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t driver_total)
 {
     const hbm_plan_device *exact = hbm_plan_device_find(driver_name);
-    if (exact)
-        return exact;
+    if (exact && size_fits(exact, driver_total))
+        return exact; /* else the same chip in another size (a 310P3 in a 300I Duo) */
     if (!driver_name || !*driver_name)
         return NULL;
     char want[128], fam[64];
@@ -137,10 +169,7 @@ int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
         return hbm_err_set(err, "%s reports no memory figures",
                            driver_name && *driver_name ? driver_name : "the device");
     const hbm_plan_device *t = hbm_plan_device_match(driver_name, driver_total);
-    /* the framework sees a little less than the driver (A100 0.985, H100 0.994, 910B4 0.92
-     * of it), never more: a row outside that is another memory size of the same chip */
-    if (t && ((double)t->total_bytes > 1.005 * (double)driver_total ||
-              (double)t->total_bytes < 0.90 * (double)driver_total))
+    if (t && !size_fits(t, driver_total))
         t = NULL;
     out->row = t;
     out->total_bytes = t ? t->total_bytes : driver_total;

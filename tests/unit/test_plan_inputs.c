@@ -47,12 +47,13 @@ static void test_device_memory(void **state)
         assert_ptr_equal(dm.row, &all[i]);
         assert_int_equal(dm.free_bytes, all[i].total_bytes);
     }
-    /* a 300I Duo chip is a "310P3" with 44278 MB, not the 24 GB row: the driver's total */
+    /* a 300I Duo chip is a "310P3" with 44278 MB: the 48 GB row, not the 24 GB one */
     int64_t duo = 44278LL << 20;
     assert_int_equal(hbm_plan_device_memory("310P3", HBM_PLAN_PLATFORM_ASCEND, duo,
                                             1500LL << 20, &dm, &err),
                      0);
-    assert_null(dm.row);
+    assert_non_null(dm.row);
+    assert_string_equal(dm.row->name, "310P3-48G");
     assert_int_equal(dm.total_bytes, duo);
     assert_int_equal(dm.free_bytes, duo - (1500LL << 20));
     assert_false(dm.large_device);

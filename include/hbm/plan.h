@@ -199,6 +199,9 @@ typedef struct hbm_plan_input {
     const int64_t *device_ids;
     size_t ndevice_ids;
     const char *visible_devices;
+    /* planning backwards (hbm_plan_serve): serve this many concurrent requests of
+     * max_model_len tokens; HBM_UNKNOWN when not asked */
+    int64_t serve_requests;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -228,6 +231,23 @@ typedef struct hbm_plan_rec {
     char *flags;     /* owned: the flags to change, e.g. "--max-model-len 23456" */
     char *vllm_args; /* owned: the whole serving flag line with the change applied */
 } hbm_plan_rec;
+
+/* The cheapest launch for a serving target (hbm_plan_serve), or the closest when none
+ * serves it. */
+typedef struct hbm_plan_launch {
+    bool asked;            /* a target was given: the rest is meaningful */
+    bool serves;           /* the launch, planned forward, serves the target */
+    int64_t requests, max_model_len; /* the target */
+    int64_t tensor_parallel_size, pipeline_parallel_size;
+    double gpu_memory_utilization;
+    double max_concurrency; /* of the launch, planned forward */
+    /* the proof that nothing cheaper serves: the most concurrency any layout with fewer
+     * devices reaches (NAN with one device), and the launch's at 0.01 less (NAN at 0.01) */
+    double fewer_devices_concurrency;
+    double lower_util_concurrency;
+    char **flags;          /* owned: the engine's flags, one word each, ready to pass */
+    size_t nflags;
+} hbm_plan_launch;
 
 typedef struct hbm_plan_result {
     bool fits;
@@ -268,6 +288,7 @@ typedef struct hbm_plan_result {
     int64_t *device_ids;      /* owned: live devices planned for (see hbm_plan_input) */
     size_t ndevice_ids;
     char visible_devices[160]; /* the variable that chose them, "" when unset */
+    hbm_plan_launch launch;   /* hbm_plan_serve only */
 } hbm_plan_result;
 
 void hbm_plan_result_free(hbm_plan_result *r);
@@ -275,6 +296,16 @@ void hbm_plan_result_free(hbm_plan_result *r);
 /* Runs the whole prediction. Returns -1 only when it cannot look (unreadable model, bad
  * flag value, no device memory known); "does not fit" is a result with fits = false. */
 int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
+
+/* The layouts planning backwards tries (TP up to two 8-device nodes). */
+#define HBM_PLAN_SERVE_MAX_TP 16
+#define HBM_PLAN_SERVE_MAX_PP 8
+
+/* Planning backwards: the cheapest launch that serves in->serve_requests concurrent requests
+ * of in->max_model_len tokens on in's device (fewest devices, TP before PP, then the lowest
+ * utilisation), with the other flags as given. r is the forward plan of that launch (or of
+ * the closest, r->launch.serves false) with r->launch filled. */
+int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
 
 /* `plan` JSON (docs/planner.md) (new reference). */
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r);

@@ -236,6 +236,7 @@ typedef struct plan_args {
     int64_t mem, free;
     int platform; /* index in platforms, -1 when not given */
     bool list_devices, list_flags;
+    long serve;   /* planning backwards: requests to serve, 0 when not asked */
 } plan_args;
 
 /* Parses argv into a and in (the vLLM flags, the model, a whole `vllm serve` line after
@@ -264,6 +265,12 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
                 "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
                 "on Ascend; others are refused; default the newest"),
+        CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
+                "planning backwards: the cheapest launch (fewest devices, TP before\n"
+                "PP, then the lowest utilisation) that serves N concurrent requests\n"
+                "of --max-model-len tokens, printed as a whole vllm serve line and\n"
+                "re-planned; exit 1 and the closest when none does",
+                .min = 1, .why = "must be 1 or more"),
         CLI_OPT(CLI_FLAG, "list-devices", 0, NULL, &a->list_devices,
                 "print the device table and exit"),
         CLI_OPT(CLI_FLAG, "list-flags", 0, NULL, &a->list_flags,
@@ -317,6 +324,11 @@ static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **hol
 {
     if (a->platform >= 0)
         in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
+    if (a->serve > 0 && a->device && !strcmp(a->device, "auto")) {
+        cli_errorf("--serve chooses how many devices: give --device NAME or --mem SIZE "
+                   "--free SIZE, not --device auto");
+        return -1;
+    }
     if (a->device && !strcmp(a->device, "auto")) {
         int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
                     (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
@@ -379,7 +391,8 @@ int cmd_plan(int argc, char **argv)
     hbm_err err = {{0}};
     if (choose_device(&a, &in, &holders, &ids, &visible, live_name, sizeof live_name) < 0)
         goto out;
-    if (hbm_plan_run(&in, &res, &err) < 0) {
+    in.serve_requests = a.serve > 0 ? a.serve : HBM_UNKNOWN;
+    if ((a.serve > 0 ? hbm_plan_serve(&in, &res, &err) : hbm_plan_run(&in, &res, &err)) < 0) {
         cli_errorf("%s", err.msg);
         goto out;
     }
@@ -388,7 +401,7 @@ int cmd_plan(int argc, char **argv)
     } else {
         cli_plan_report(stdout, &res, CLI_WIDTH, cli_color(stdout));
     }
-    rc = res.fits ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
+    rc = (a.serve > 0 ? res.launch.serves : res.fits) ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
 out:
     hbm_plan_result_free(&res);
     free(holders);

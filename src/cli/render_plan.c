@@ -170,6 +170,48 @@ static void report_breakdown(FILE *f, const hbm_plan_result *r, int width)
                 (long long)r->max_model_len);
 }
 
+/* The answer of planning backwards and why nothing cheaper serves. */
+static void launch_text(FILE *f, const hbm_plan_launch *l, int width)
+{
+    int64_t d = l->tensor_parallel_size * l->pipeline_parallel_size;
+    char pp[32] = "";
+    if (l->pipeline_parallel_size > 1)
+        snprintf(pp, sizeof pp, " x PP %lld", (long long)l->pipeline_parallel_size);
+    char *t;
+    if (l->serves)
+        t = hbm_xasprintf("%lld requests of %lld tokens: TP %lld%s (%lld device%s) at "
+                          "--gpu-memory-utilization %.2f serves %.2fx, the cheapest launch "
+                          "that does",
+                          (long long)l->requests, (long long)l->max_model_len,
+                          (long long)l->tensor_parallel_size, pp, (long long)d,
+                          d == 1 ? "" : "s", l->gpu_memory_utilization, l->max_concurrency);
+    else
+        t = hbm_xasprintf("%lld requests of %lld tokens: no launch up to TP %d x PP %d serves "
+                          "them; closest: TP %lld%s at --gpu-memory-utilization %.2f, %.2fx",
+                          (long long)l->requests, (long long)l->max_model_len,
+                          HBM_PLAN_SERVE_MAX_TP, HBM_PLAN_SERVE_MAX_PP,
+                          (long long)l->tensor_parallel_size, pp, l->gpu_memory_utilization,
+                          l->max_concurrency);
+    fprintf(f, "\ntarget  ");
+    cli_wrap_from(f, t, 8, 8, width, false);
+    free(t);
+    if (!l->serves)
+        return;
+    if (!isnan(l->fewer_devices_concurrency)) {
+        t = l->fewer_devices_concurrency > 0
+                ? hbm_xasprintf("fewer devices reach at most %.2fx", l->fewer_devices_concurrency)
+                : hbm_xstrdup("on fewer devices vLLM does not start");
+        wrap_hang(f, t, 8, 8, width);
+        free(t);
+    }
+    if (!isnan(l->lower_util_concurrency)) {
+        t = hbm_xasprintf("%.2f serves %.2fx", l->gpu_memory_utilization - 0.01,
+                          l->lower_util_concurrency);
+        wrap_hang(f, t, 8, 8, width);
+        free(t);
+    }
+}
+
 void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
 {
     if (width < 60)
@@ -190,6 +232,8 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     } else if (!r->fits) {
         fprintf(f, "\nno single change found that makes it fit\n");
     }
+    if (r->launch.asked)
+        launch_text(f, &r->launch, width);
     fprintf(f, "\ncommand ");
     cli_wrap_from(f, r->vllm_args ? r->vllm_args : "", 8, 8, width, false);
     if (r->nnotes) {

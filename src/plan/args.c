@@ -20,6 +20,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->block_size = HBM_UNKNOWN;
     in->enforce_eager = in->enable_chunked_prefill = -1;
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
+    in->serve_requests = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)

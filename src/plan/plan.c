@@ -389,6 +389,9 @@ void hbm_plan_result_free(hbm_plan_result *r)
         free(r->notes[i]);
     free(r->notes);
     free(r->device_ids);
+    for (size_t i = 0; i < r->launch.nflags; i++)
+        free(r->launch.flags[i]);
+    free(r->launch.flags);
     hbm_plan_model_free(&r->model);
     memset(r, 0, sizeof *r);
 }

@@ -1,10 +1,38 @@
 /* A plan as JSON (docs/planner.md); its human report is the command line's
  * (src/cli/render_plan.c). */
+#include <math.h>
+
 #include "hbm/plan.h"
 
 static json_t *int_or_null(int64_t v)
 {
     return v < 0 ? json_null() : json_integer(v);
+}
+
+static json_t *real_or_null(double v)
+{
+    return isnan(v) ? json_null() : json_real(v);
+}
+
+/* The answer of planning backwards; null when no target was asked. */
+static json_t *launch_json(const hbm_plan_launch *l)
+{
+    if (!l->asked)
+        return json_null();
+    json_t *o = json_object(), *flags = json_array();
+    for (size_t i = 0; i < l->nflags; i++)
+        json_array_append_new(flags, json_string(l->flags[i]));
+    json_object_set_new(o, "flags", flags);
+    json_object_set_new(o, "tensor_parallel_size", json_integer(l->tensor_parallel_size));
+    json_object_set_new(o, "pipeline_parallel_size", json_integer(l->pipeline_parallel_size));
+    json_object_set_new(o, "gpu_memory_utilization", json_real(l->gpu_memory_utilization));
+    json_object_set_new(o, "serves", json_boolean(l->serves));
+    json_object_set_new(o, "requests", json_integer(l->requests));
+    json_object_set_new(o, "max_model_len", json_integer(l->max_model_len));
+    json_object_set_new(o, "max_concurrency", json_real(l->max_concurrency));
+    json_object_set_new(o, "fewer_devices_concurrency", real_or_null(l->fewer_devices_concurrency));
+    json_object_set_new(o, "lower_util_concurrency", real_or_null(l->lower_util_concurrency));
+    return o;
 }
 
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
@@ -41,6 +69,7 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     }
     json_object_set_new(j, "recommendations", recs);
     json_object_set_new(j, "vllm_args", json_string(r->vllm_args ? r->vllm_args : ""));
+    json_object_set_new(j, "launch", launch_json(&r->launch));
     /* what the prediction rests on */
     json_object_set_new(j, "graph_outside_budget_bytes", int_or_null(r->graph_outside_bytes));
     json_object_set_new(j, "max_model_len_fit", int_or_null(r->max_model_len_fit));

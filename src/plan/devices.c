@@ -29,7 +29,7 @@ static const hbm_plan_device table[] = {
     {"310P3", "Ascend310P3,310P,300IPro,300VPro,310P3-24G", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12),
      false, "estimate: 24 GB per chip scaled as the 910B4 (0.9216)"},
     {"310P3-48G", "300IDuo,310P3-Duo", HBM_PLAN_PLATFORM_ASCEND, 44278LL << 20, false,
-     "vLLM refusal on a 300I Duo chip (seed 000): 16.58/43.24 GiB, 44278 MB in npu-smi"},
+     "vLLM refusal on a 300I Duo chip: 16.58/43.24 GiB; 44278 MB in npu-smi"},
     {"A100-40G", "A100,A100-40GB,A100-SXM4-40GB,A100-PCIE-40GB", HBM_PLAN_PLATFORM_CUDA,
      GIB(39.38), false, "vLLM log (vllm#16570): total_gpu_memory 39.38GiB"},
     {"A100-80G", "A100-80GB,A100-SXM4-80GB,A100-PCIE-80GB", HBM_PLAN_PLATFORM_CUDA, GIB(79.15),

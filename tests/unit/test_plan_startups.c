@@ -148,11 +148,8 @@ static void write_sparse_shard(const char *path, const char *tensor, int64_t byt
  * token, 4 KV heads, bf16, 128K context, ~144 GB of weights. ASSUMED (the report does not
  * say): hidden_size 8192, 64 attention heads, head_dim 128, moe_intermediate_size 1536,
  * vocab 153600. TP 4 on 64 GB 910B, utilisation 0.85, block size 128, vllm-ascend 0.11.0. */
-static void test_pangu72b_tp4_kv_budget(void **state)
+static void make_pangu(const char *dir)
 {
-    (void)state;
-    char dir[PATH_MAX];
-    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
     th_write_text(dir, "config.json",
                   "{\"architectures\":[\"PanguProMoEForCausalLM\"],\"model_type\":\"pangu\","
                   "\"num_hidden_layers\":50,\"n_routed_experts\":80,\"num_experts_per_tok\":8,"
@@ -176,6 +173,14 @@ static void test_pangu72b_tp4_kv_budget(void **state)
     snprintf(index + at, sizeof index - (size_t)at, "}}\n");
     th_write_text(dir, "model.safetensors.index.json", index);
 
+}
+
+static void test_pangu72b_tp4_kv_budget(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
+    make_pangu(dir);
     const hbm_plan_device *d = hbm_plan_device_find("910B");
     assert_non_null(d);
     for (int k = 0; k < 2; k++) {
@@ -214,12 +219,52 @@ static void test_pangu72b_tp4_kv_budget(void **state)
     assert_int_equal(th_rmtree(dir), 0);
 }
 
+/* The question asked of it, in one call: how many 910B and what utilisation serve 4
+ * requests of the whole 128K context at once (block 128, vllm-ascend 0.11.0)? */
+static void test_pangu72b_serve_128k(void **state)
+{
+    (void)state;
+    char dir[PATH_MAX];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
+    make_pangu(dir);
+    const hbm_plan_device *d = hbm_plan_device_find("910B");
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = dir;
+    in.platform = d->platform;
+    in.mem_total_bytes = d->total_bytes;
+    in.device_name = d->name;
+    in.vllm_version = "0.11.0";
+    in.block_size = 128;
+    in.max_model_len = 131072;
+    in.serve_requests = 4;
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    if (hbm_plan_serve(&in, &r, &err) < 0)
+        fail_msg("%s", err.msg);
+    const hbm_plan_launch *l = &r.launch;
+    printf("openPangu-72B, 4 x 131072: TP %lld PP %lld at %.2f, %.2fx; fewer devices %.2fx, "
+           "0.01 less %.2fx\n",
+           (long long)l->tensor_parallel_size, (long long)l->pipeline_parallel_size,
+           l->gpu_memory_utilization, l->max_concurrency, l->fewer_devices_concurrency,
+           l->lower_util_concurrency);
+    assert_true(l->serves);
+    assert_true(r.fits);
+    /* 144 GB of weights: two 61.27 GiB devices cannot hold them */
+    assert_true(l->tensor_parallel_size * l->pipeline_parallel_size >= 3);
+    assert_true(l->max_concurrency >= 4 && l->lower_util_concurrency < 4);
+    assert_true(l->fewer_devices_concurrency < 4);
+    hbm_plan_result_free(&r);
+    assert_int_equal(th_rmtree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen14b_beside_orphan_310p3),
         cmocka_unit_test(test_qwen32b_needs_tp2_on_910b),
         cmocka_unit_test(test_pangu72b_tp4_kv_budget),
+        cmocka_unit_test(test_pangu72b_serve_128k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

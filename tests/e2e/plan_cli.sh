@@ -50,6 +50,31 @@ assert j["recommendations"][0]["vllm_args"].startswith("vllm serve ")
 assert all(r["flags"] for r in j["recommendations"])
 EOF
 
+# planning backwards: the launch's flags, passed back to plan, serve the target
+hbm plan "$fix/qwen3-32b" --device L40S --max-model-len 32768 --serve 8 --json >"$tmp/j"
+check "serve exits 0" test $? -eq 0
+python3 - "$tmp/j" >"$tmp/flags" <<'EOF'
+import json, sys
+l = json.load(open(sys.argv[1]))["launch"]
+assert l["serves"] is True and l["requests"] == 8 and l["max_concurrency"] >= 8
+assert l["tensor_parallel_size"] * l["pipeline_parallel_size"] > 1
+print(" ".join(l["flags"]))
+EOF
+check "serve launch object" test -s "$tmp/flags"
+# shellcheck disable=SC2046
+hbm plan "$fix/qwen3-32b" --device L40S --json -- vllm serve "$fix/qwen3-32b" \
+    $(cat "$tmp/flags") >"$tmp/j2"
+check "launch flags fit when planned forward" test $? -eq 0
+check "launch flags serve 8" python3 -c \
+    'import json,sys; assert json.load(open(sys.argv[1]))["max_concurrency"] >= 8' "$tmp/j2"
+hbm plan "$fix/qwen3-32b" --device L4 --max-model-len 131072 --serve 1000 >"$tmp/out"
+check "nothing serves: exit 1" test $? -eq 1
+check "nothing serves: closest said" grep -q "serves them; closest" "$tmp/out"
+check "100 columns (serve)" awk 'length($0) > 100 { exit 1 }' "$tmp/out"
+hbm plan "$fix/qwen3-32b" --device L4 --serve 4 >"$tmp/out" 2>"$tmp/err"
+check "serve without --max-model-len exits 2" test $? -eq 2
+check "serve names --max-model-len" grep -q -- "--max-model-len" "$tmp/err"
+
 # options before --: hbmctl's own, vLLM flags the planner knows; a typo is an error that
 # names the nearest known flag, and is never planned around
 hbm plan "$fix/qwen3-0.6b" --devcie H100-80G >"$tmp/out" 2>"$tmp/err"

@@ -175,25 +175,31 @@ static void make_pangu(const char *dir)
 
 }
 
+/* The reported launch's device and release: 64 GB 910B, block 128, vllm-ascend 0.11.0. */
+static void pangu_input(const char *dir, hbm_plan_input *in)
+{
+    const hbm_plan_device *d = hbm_plan_device_find("910B");
+    assert_non_null(d);
+    hbm_plan_input_init(in);
+    in->model_path = dir;
+    in->platform = d->platform;
+    in->mem_total_bytes = d->total_bytes;
+    in->device_name = d->name;
+    in->vllm_version = "0.11.0";
+    in->block_size = 128;
+}
+
 static void test_pangu72b_tp4_kv_budget(void **state)
 {
     (void)state;
     char dir[PATH_MAX];
     assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
     make_pangu(dir);
-    const hbm_plan_device *d = hbm_plan_device_find("910B");
-    assert_non_null(d);
     for (int k = 0; k < 2; k++) {
         hbm_plan_input in;
-        hbm_plan_input_init(&in);
-        in.model_path = dir;
-        in.platform = d->platform;
-        in.mem_total_bytes = d->total_bytes;
-        in.device_name = d->name;
-        in.vllm_version = "0.11.0";
+        pangu_input(dir, &in);
         in.tensor_parallel_size = 4;
         in.gpu_memory_utilization = 0.85;
-        in.block_size = 128;
         in.max_model_len = k == 0 ? 131072 : 8192;
         hbm_plan_result r;
         hbm_err err = {{0}};
@@ -227,15 +233,8 @@ static void test_pangu72b_serve_128k(void **state)
     char dir[PATH_MAX];
     assert_int_equal(th_mkdtemp(dir, sizeof dir, "plan-pangu"), 0);
     make_pangu(dir);
-    const hbm_plan_device *d = hbm_plan_device_find("910B");
     hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    in.model_path = dir;
-    in.platform = d->platform;
-    in.mem_total_bytes = d->total_bytes;
-    in.device_name = d->name;
-    in.vllm_version = "0.11.0";
-    in.block_size = 128;
+    pangu_input(dir, &in);
     in.max_model_len = 131072;
     in.serve_requests = 4;
     hbm_plan_result r;

@@ -158,9 +158,10 @@ static int check_target(const hbm_plan_input *in, hbm_err *err)
         return hbm_err_set(err, "--serve: give the number of concurrent requests (at least 1)");
     if (in->max_model_len <= 0)
         return hbm_err_set(err, "--serve needs --max-model-len: the tokens of each request");
-    if (in->kv_cache_memory_bytes >= 0)
-        return hbm_err_set(err, "--serve chooses --gpu-memory-utilization: drop "
-                                "--kv-cache-memory-bytes");
+    if (in->kv_cache_memory_bytes >= 0 || !isnan(in->gpu_memory_utilization))
+        return hbm_err_set(err, "--serve chooses --gpu-memory-utilization: drop %s",
+                           in->kv_cache_memory_bytes >= 0 ? "--kv-cache-memory-bytes"
+                                                          : "--gpu-memory-utilization");
     if (in->mem_total_bytes <= 0)
         return hbm_err_set(err, "device memory unknown: give --device NAME or --mem SIZE");
     return 0;

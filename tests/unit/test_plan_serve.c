@@ -166,6 +166,12 @@ static void test_nothing_fits(void **state)
     assert_int_equal(hbm_plan_serve(&in, &r, &err), -1);
     assert_non_null(strstr(err.msg, "--max-model-len"));
     hbm_plan_result_free(&r);
+    /* the utilisation is what is chosen: one given is refused, not silently replaced */
+    in.max_model_len = t.len;
+    in.gpu_memory_utilization = 0.9;
+    assert_int_equal(hbm_plan_serve(&in, &r, &err), -1);
+    assert_non_null(strstr(err.msg, "drop --gpu-memory-utilization"));
+    hbm_plan_result_free(&r);
 }
 
 int main(void)

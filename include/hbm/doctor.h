@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hbm/audit.h"
 #include "hbm/err.h"
 #include "hbm/obs.h"
 
@@ -119,17 +120,5 @@ int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *opts, hbm_err *e
 /* Live re-checks used by apply (exposed for tests; the SysV one is hbm_host_sysv_stale_now). */
 /* 1 when no live process maps or holds the file open now (scans /proc). */
 int hbm_doctor_shm_unheld_now(const char *path, char *why, size_t n);
-
-/* ---- audit log -------------------------------------------------------------------------- */
-
-#define HBM_AUDIT_DEFAULT_PATH "/var/log/hbmctl/audit.jsonl"
-
-/* override when non-empty, else $HBMCTL_AUDIT_LOG, else the default. Borrowed string. */
-const char *hbm_audit_path(const char *override);
-
-/* Appends one JSON line: the record's fields plus "time" (RFC 3339 UTC), "unix_time",
- * "host", "uid", "hbmctl_pid". Creates the directory (0750) and file (0640) when needed.
- * The record is borrowed. */
-int hbm_audit_append(const char *path, json_t *record, hbm_err *err);
 
 #endif

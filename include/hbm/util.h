@@ -48,6 +48,11 @@ const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes);
  * path "-" reads standard input. */
 int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err);
 
+/* Runs argv (PATH searched) and captures its stdout, at most 16 MiB; stderr passes through.
+ * A status other than 0 is an error naming argv[0], argv[1], the status and the first
+ * output. *out (NUL-terminated) is the caller's to free. */
+int hbm_run_capture(char *const argv[], char **out, size_t *len, hbm_err *err);
+
 /* Monotonic and wall clocks in seconds. */
 double hbm_now_mono(void);
 double hbm_now_wall(void);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "hbm/doctor.h"
+#include "hbm/audit.h"
 #include "hbm/lease.h"
 #include "hbm/plan.h"
 #include "hbm/run.h"

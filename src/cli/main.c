@@ -18,6 +18,7 @@
     X(run, "supervise a server so stopping it always gives the device back")                \
     X(watch, "live view with memory history and leak detection")                            \
     X(probe, "health check for Kubernetes exec probes and scripts")                         \
+    X(slurm, "Slurm prolog, epilog and health check: no job on or after a dirty device")    \
     X(exporter, "Prometheus metrics over HTTP")                                              \
     X(explain, "read a failing server's log and say what happened and what to do")
 

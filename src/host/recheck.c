@@ -8,11 +8,14 @@
 
 #include "hbm/host.h"
 
+/* A zombie counts as dead: it can attach nothing any more. */
 static bool pid_alive(int pid)
 {
-    if (pid <= 0)
+    if (pid <= 0 || (kill(pid, 0) < 0 && errno != EPERM))
         return false;
-    return kill(pid, 0) == 0 || errno == EPERM;
+    uint64_t st;
+    char state = 0;
+    return hbm_host_starttime(NULL, pid, &st, &state) < 0 ? errno == EPERM : state != 'Z';
 }
 
 int hbm_host_sysv_stale_now(int shmid, int64_t key, char *why, size_t n)

@@ -10,6 +10,9 @@
  *    "errors": {"nvmlDeviceGetX": 3},      forced return code of a call, every device
  *    "topology": [[0, 10], [10, 0]],       nvmlGpuTopologyLevel_t per pair (absent: the
  *                                          call answers NOT_SUPPORTED)
+ *    "release_on_exit": true,              optional: as a real driver does, a listed process
+ *                                          that has exited (gone or zombie) is dropped at
+ *                                          nvmlInit and its memory leaves memory_used
  *    "devices": [{"name", "uuid", "bus_id": "00000000:18:00.0", "memory_total",
  *                 "memory_used", "memory_reserved" (bytes), "utilization_gpu" (percent),
  *                 "temperature", "power_mw", "ecc_uncorrected", "retired_pending",
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -142,6 +146,58 @@ static nvmlReturn_t enter(nvmlDevice_t d, const char *fn)
     return forced(d, fn);
 }
 
+static bool exited(long long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')');
+    return !paren || paren[1] == 0 || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Drops the entries of exited processes from one list, keeping the largest memory freed per
+ * pid (compute and graphics entries of one process are one allocation). */
+static void release_list(json_t *dj, const char *list, long long pid_freed[][2], size_t *nf)
+{
+    json_t *arr = json_object_get(dj, list);
+    for (size_t i = json_array_size(arr); i-- > 0;) {
+        json_t *p = json_array_get(arr, i);
+        long long pid = num(p, "pid", 0), mem = num(p, "used_memory", 0);
+        if (!exited(pid))
+            continue;
+        size_t k = 0;
+        while (k < *nf && pid_freed[k][0] != pid)
+            k++;
+        if (k == *nf && *nf < 64)
+            pid_freed[(*nf)++][0] = pid, pid_freed[k][1] = 0;
+        if (k < 64 && mem > pid_freed[k][1])
+            pid_freed[k][1] = mem;
+        json_array_remove(arr, i);
+    }
+}
+
+static void release_exited(json_t *scn)
+{
+    json_t *devs = json_object_get(scn, "devices");
+    for (size_t d = 0; d < json_array_size(devs); d++) {
+        json_t *dj = json_array_get(devs, d);
+        long long freed[64][2];
+        size_t nf = 0;
+        release_list(dj, "compute", freed, &nf);
+        release_list(dj, "graphics", freed, &nf);
+        long long used = num(dj, "memory_used", -1);
+        for (size_t k = 0; k < nf && used >= 0; k++)
+            used = used > freed[k][1] ? used - freed[k][1] : 0;
+        if (used >= 0)
+            json_object_set_new(dj, "memory_used", json_integer(used));
+    }
+}
+
 static nvmlReturn_t do_init(void)
 {
     if (g_scn) {
@@ -162,6 +218,8 @@ static nvmlReturn_t do_init(void)
         json_decref(s);
         return (nvmlReturn_t)ie;
     }
+    if (json_is_true(json_object_get(s, "release_on_exit")))
+        release_exited(s);
     g_scn = s;
     g_init_count = 1;
     for (int i = 0; i < FAKE_MAX_DEVS; i++) {

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hbm/doctor.h"
+#include "hbm/audit.h"
 #include "hbm/util.h"
 
 const char *hbm_audit_path(const char *override)

@@ -1,0 +1,16 @@
+/* `scontrol show node -o` output, and the job-membership matchers of environ and cgroup
+ * text, on arbitrary bytes. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/slurm.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    hbm_slurm_node node;
+    hbm_err err;
+    hbm_slurm_parse_node((const char *)data, size, &node, &err);
+    hbm_slurm_environ_has_job((const char *)data, size, "42");
+    hbm_slurm_cgroup_has_job((const char *)data, size, "42");
+    return 0;
+}

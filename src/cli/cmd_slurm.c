@@ -1,0 +1,182 @@
+/* hbmctl slurm prolog|epilog|healthcheck: Slurm's Prolog, Epilog and HealthCheckProgram. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "opt.h"
+#include "cli_findings.h"
+#include "hbm/audit.h"
+#include "hbm/slurm.h"
+
+static const char about[] =
+    "Slurm's Prolog, Epilog and HealthCheckProgram (docs/slurm.md). The job's devices\n"
+    "come from --devices, else SLURM_JOB_GPUS, ASCEND_RT_VISIBLE_DEVICES,\n"
+    "CUDA_VISIBLE_DEVICES (first set wins), else every device; healthcheck looks at\n"
+    "every device.\n"
+    "  prolog       refuses the job (exit 1, the node drained with the reason) when one\n"
+    "               of its devices is unhealthy, holds memory of a process outside the\n"
+    "               job, or memory no process accounts for\n"
+    "  epilog       ends every process that holds one of the job's devices or belongs\n"
+    "               to it (its cgroup, or SLURM_JOB_ID in its environment): SIGTERM,\n"
+    "               --grace, SIGKILL, through a pidfd after a start-time check; removes\n"
+    "               the SysV segments they created once nobody uses them; waits up to\n"
+    "               --settle for the memory to return; audits each action; drains the\n"
+    "               node and exits 1 when memory stays; after a job the prolog refused\n"
+    "               it ends only the job's own processes\n"
+    "  healthcheck  drains on an unhealthy device or memory held outside every job;\n"
+    "               resumes a node only when the drain reason is hbmctl's own\n"
+    "               (it starts with \"" HBM_SLURM_REASON_PREFIX "\")\n";
+
+static const char *const modes[] = {"prolog", "epilog", "healthcheck"};
+
+static bool parse_mode(const char *w, hbm_slurm_mode *m)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(w, modes[i]) == 0) {
+            *m = (hbm_slurm_mode)i;
+            return true;
+        }
+    return false;
+}
+
+static const char *env_or_null(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static void from_env(hbm_slurm_env *e, char *host, size_t n)
+{
+    e->job_id = env_or_null("SLURM_JOB_ID");
+    if (!e->job_id)
+        e->job_id = env_or_null("SLURM_JOBID");
+    e->node = env_or_null("SLURMD_NODENAME");
+    if (!e->node && gethostname(host, n) == 0) {
+        host[n - 1] = 0;
+        char *dot = strchr(host, '.');
+        if (dot)
+            *dot = 0;
+        e->node = host;
+    }
+    e->job_gpus = env_or_null("SLURM_JOB_GPUS");
+    e->ascend_visible = env_or_null("ASCEND_RT_VISIBLE_DEVICES");
+    e->cuda_visible = env_or_null("CUDA_VISIBLE_DEVICES");
+}
+
+static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
+{
+    json_t *devs = json_array(), *kills = json_array();
+    for (size_t i = 0; i < r->ndevs; i++)
+        json_array_append_new(devs, json_integer(r->devs[i]));
+    for (size_t i = 0; i < r->nkills; i++) {
+        const hbm_slurm_kill *k = &r->kills[i];
+        json_array_append_new(kills, json_pack("{s:i, s:s, s:s, s:b, s:s}", "pid", k->pid,
+                                               "name", k->comm, "why", k->why, "done", k->done,
+                                               "result", k->result));
+    }
+    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o}", "mode",
+                     modes[o->mode], "node", o->env.node, "job",
+                     o->env.job_id ? json_string(o->env.job_id) : json_null(), "devices", devs,
+                     "devices_from", r->devs_from, "problem",
+                     r->problem[0] ? json_string(r->problem) : json_null(), "ended", kills,
+                     "shm_removed", (json_int_t)r->shm_removed, "refused_job", r->refused_job,
+                     "drained", r->drained,
+                     "resumed", r->resumed, "kept_reason",
+                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null());
+}
+
+static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
+{
+    for (size_t i = 0; i < r->nkills; i++) {
+        char label[140];
+        snprintf(label, sizeof label, "ended pid %d (%s, %s):", r->kills[i].pid,
+                 r->kills[i].comm, r->kills[i].why);
+        cli_wrap(stdout, label, (int)strlen(label) + 1, r->kills[i].result);
+    }
+    if (r->refused_job)
+        printf("the prolog refused job %s: its devices' holders are not the job's, left to "
+               "the health check\n", o->env.job_id);
+    if (r->shm_removed)
+        printf("removed %zu stale SysV segment%s\n", r->shm_removed,
+               r->shm_removed == 1 ? "" : "s");
+    if (r->problem[0]) {
+        char label[80];
+        snprintf(label, sizeof label, "%.60s:", o->env.node);
+        cli_wrap(stdout, label, (int)strlen(label) + 1, r->problem);
+    }
+    if (r->drained)
+        printf("node %s drained\n", o->env.node);
+    if (r->resumed)
+        printf("node %s resumed: its devices are clean again\n", o->env.node);
+    if (r->kept_reason[0])
+        printf("node %s stays as it is: drained for another reason (%s)\n", o->env.node,
+               r->kept_reason);
+    if (!r->problem[0] && !r->resumed && !r->refused_job)
+        printf("%s: devices clean (%s)\n", o->env.node, r->devs_from);
+}
+
+int cmd_slurm(int argc, char **argv)
+{
+    cli_common c;
+    cli_common_init(&c);
+    char host[256];
+    hbm_slurm_opts o = {0};
+    from_env(&o.env, host, sizeof host);
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_STRING, "node", 0, "NAME", &o.env.node,
+                "the Slurm node (default $SLURMD_NODENAME, else the host name)"),
+        CLI_OPT(CLI_STRING, "devices", 0, "LIST", &o.env.devices,
+                "the job's devices, e.g. 0,1 or 0-3 (ids as status shows them)"),
+        CLI_OPT(CLI_DURATION, "grace", 0, "DUR", &o.grace_s,
+                "epilog: SIGTERM to SIGKILL (default 5s)", .min = 1e-9,
+                .why = "must be above 0"),
+        CLI_OPT(CLI_DURATION, "settle", 0, "DUR", &o.settle_s,
+                "epilog: how long memory may take to return (default 20s)", .min = 1e-9,
+                .why = "must be above 0"),
+        CLI_OPT(CLI_FLAG, "no-drain", 0, NULL, &o.no_drain, "report only: never change the node"),
+        CLI_OPT(CLI_STRING, "scontrol", 0, "FILE", &o.scontrol,
+                "the scontrol program (default scontrol on PATH)"),
+        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &o.audit_path,
+                "audit log (default $HBMCTL_AUDIT_LOG, else\n" HBM_AUDIT_DEFAULT_PATH ")"),
+        CLI_OPT(CLI_STRING, "state-dir", 0, "DIR", &o.state_dir,
+                "where the prolog notes a job it refused, so its epilog leaves\n"
+                "the holder alone (default " HBM_SLURM_STATE_DEFAULT ")"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "slurm", .usage = "prolog|epilog|healthcheck [OPTIONS]", .about = about,
+        .opts = opts, .groups = CLI_G_JSON | CLI_G_LIVE, .common = &c, .max_args = 1,
+        .json_help = "{\"mode\", \"node\", \"job\", \"devices\", \"problem\", \"ended\", ...}",
+        .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or already\n"
+                 "      drained for another reason); 2 could not look or act (bad option, no\n"
+                 "      backend, scontrol failed, audit log not writable)\n",
+    };
+    cli_args args;
+    int rc = cli_parse(&spec, argc, argv, &args);
+    bool mode_ok = rc == CLI_CONTINUE && args.nargs == 1 && parse_mode(args.args[0], &o.mode);
+    cli_args_free(&args);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (!mode_ok) {
+        cli_errorf("slurm: say prolog, epilog or healthcheck; see hbmctl slurm --help");
+        return CLI_EXIT_ERROR;
+    }
+    o.src = c.src;
+    hbm_slurm_result r;
+    hbm_err err = {{0}};
+    rc = hbm_slurm_run(&o, &r, &err);
+    if (rc < 0) {
+        cli_errorf("slurm %s: %s", modes[o.mode], err.msg);
+        hbm_slurm_result_free(&r);
+        return CLI_EXIT_ERROR;
+    }
+    if (c.json)
+        cli_json_out(result_json(&o, &r));
+    else
+        print_result(&o, &r);
+    hbm_slurm_result_free(&r);
+    return rc == 0 ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
+}

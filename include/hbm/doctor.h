@@ -60,6 +60,10 @@ typedef struct hbm_findings {
 typedef struct hbm_doctor_opts {
     double devshm_full_ratio; /* /dev/shm use that counts as nearly full; 0 = 0.90 */
     double now;               /* unix seconds for ages; 0 = obs->captured_at */
+    /* > 0: the /metrics of each inference server found listening on this host is read twice
+     * this many seconds apart (server-stalled); network and waiting, so for live
+     * observations only; 0 = findings stay a pure function of the observation */
+    double progress_interval_s;
 } hbm_doctor_opts;
 
 /* Derives every finding of obs into out (initialised by the call). Never fails. */

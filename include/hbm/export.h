@@ -17,6 +17,7 @@
 #include "hbm/lease.h"
 #include "hbm/obs.h"
 #include "hbm/observe.h"
+#include "hbm/progress.h"
 #include "hbm/watch.h"
 
 /* A growing text buffer; data is owned (free with hbm_export_buf_free), NUL-terminated. */
@@ -64,6 +65,9 @@ typedef struct hbm_export_input {
 /* Appends every device, process, verdict, leak, finding, host and lease metric. */
 void hbm_export_render(const hbm_export_input *in, hbm_export_buf *out);
 
+/* Appends the progress of inference servers (hbmctl_server_*), labelled url, model, engine. */
+void hbm_export_render_servers(const hbm_progress_servers *set, hbm_export_buf *out);
+
 /* ---- the exporter: cached observation + self metrics ----------------------------------- */
 
 typedef struct hbm_exporter_opts {
@@ -71,6 +75,7 @@ typedef struct hbm_exporter_opts {
     double min_interval;     /* seconds an observation is reused; <= 0 means 1 */
     const char *lease_dir;   /* borrowed; NULL = hbm_lease_dir(NULL) */
     hbm_leak_params leak;    /* leak detector parameters (threshold included) */
+    hbm_progress_servers *servers; /* borrowed; sampled with each observation; NULL = none */
 } hbm_exporter_opts;
 
 typedef struct hbm_exporter hbm_exporter; /* opaque; thread-safe */

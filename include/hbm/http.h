@@ -4,6 +4,8 @@
 #ifndef HBM_HTTP_H
 #define HBM_HTTP_H
 
+#include <stddef.h>
+
 #include "hbm/err.h"
 
 typedef enum hbm_http_outcome {
@@ -25,5 +27,16 @@ typedef struct hbm_http_result {
  * Proxies are bypassed for loopback: a health endpoint is local. */
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err);
+
+/* A body read into memory, NUL-terminated; owned by the caller (free(data)). */
+typedef struct hbm_http_body {
+    char *data; /* NULL when empty */
+    size_t len;
+} hbm_http_body;
+
+/* As hbm_http_get, keeping up to max_body bytes of the answer in *body (a longer answer is
+ * a failure: a metrics page is small, and a runaway one must not grow this process). */
+int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
+                   hbm_http_body *body, hbm_http_result *res, hbm_err *err);
 
 #endif

@@ -101,6 +101,10 @@ typedef struct hbm_run_opts {
     double health_timeout_s;    /* one request (default 5) */
     int health_retries;         /* consecutive failures that make it unhealthy (default 3) */
     double ready_timeout_s;     /* readiness wait bound; 0 = unbounded */
+    /* progress: the server's /metrics read at every health check (hbm/progress.h); work
+     * running or waiting and no token for stall_s is unhealthy at once */
+    const char *metrics_url;    /* borrowed; NULL = no progress check */
+    double stall_s;             /* > 0 with metrics_url */
 
     hbm_run_log_fn log;         /* required */
     hbm_run_audit_fn audit;     /* may be NULL */
@@ -114,6 +118,7 @@ void hbm_run_opts_init(hbm_run_opts *o);
 typedef struct hbm_run_result {
     int exit_code;             /* what hbmctl run exits with */
     int restarts;
+    int stalls;                /* progress checks that found the server stalled */
     size_t stopped;            /* processes that ended after SIGTERM (all stops) */
     size_t killed;             /* processes that needed SIGKILL */
     size_t survivors;          /* still there after the bounded wait (D state, ...) */

@@ -63,17 +63,42 @@ static bool load_curl(void)
     return true;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *ctx)
+typedef struct body_buf {
+    hbm_http_body *out; /* NULL: the body is discarded */
+    size_t max;
+    bool over;
+} body_buf;
+
+static size_t take(char *p, size_t size, size_t n, void *ctx)
 {
-    (void)p;
-    (void)ctx;
-    return size * n;
+    body_buf *b = ctx;
+    size_t len = size * n;
+    if (!b->out)
+        return len;
+    if (b->out->len + len > b->max) {
+        b->over = true;
+        return 0; /* makes libcurl stop with a write error */
+    }
+    b->out->data = hbm_xrealloc(b->out->data, b->out->len + len + 1);
+    memcpy(b->out->data + b->out->len, p, len);
+    b->out->len += len;
+    b->out->data[b->out->len] = '\0';
+    return len;
 }
 
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err)
 {
+    return hbm_http_fetch(url, timeout_s, user_agent, 0, NULL, res, err);
+}
+
+int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
+                   hbm_http_body *body, hbm_http_result *res, hbm_err *err)
+{
     memset(res, 0, sizeof *res);
+    body_buf bb = {.out = body, .max = max_body};
+    if (body)
+        *body = (hbm_http_body){0};
     if (!load_curl()) {
         res->outcome = HBM_HTTP_UNAVAILABLE;
         return hbm_err_set(err, "%s: %s", url, curl.why);
@@ -91,7 +116,8 @@ int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
     curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM: callers own their signals */
     curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
     curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
+    curl.easy_setopt(c, CURLOPT_WRITEDATA, &bb);
     curl.easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl.easy_setopt(c, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
@@ -115,6 +141,13 @@ int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
     case CURLE_UNSUPPORTED_PROTOCOL:
         res->outcome = HBM_HTTP_BAD_URL;
         return hbm_err_set(err, "%s: %s", url, why);
+    case CURLE_WRITE_ERROR:
+        if (bb.over) {
+            res->outcome = HBM_HTTP_FAILED;
+            return hbm_err_set(err, "%s: answer longer than %zu bytes", url, max_body);
+        }
+        res->outcome = HBM_HTTP_FAILED;
+        return hbm_err_set(err, "%s: %s", url, why);
     case CURLE_OPERATION_TIMEDOUT:
         res->outcome = HBM_HTTP_TIMEOUT;
         return hbm_err_set(err, "%s: no answer within %.3gs", url, timeout_s);
@@ -129,8 +162,17 @@ int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err)
 {
+    return hbm_http_fetch(url, timeout_s, user_agent, 0, NULL, res, err);
+}
+
+int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
+                   hbm_http_body *body, hbm_http_result *res, hbm_err *err)
+{
     (void)timeout_s;
     (void)user_agent;
+    (void)max_body;
+    if (body)
+        *body = (hbm_http_body){0};
     memset(res, 0, sizeof *res);
     res->outcome = HBM_HTTP_UNAVAILABLE;
     return hbm_err_set(err, "%s: this build has no libcurl, so HTTP checks are left out "

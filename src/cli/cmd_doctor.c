@@ -11,7 +11,8 @@ static const char about[] =
     "Finds what keeps accelerator memory from being free: orphaned, zombie or stuck\n"
     "device holders, memory no live process accounts for, devices that need a reset,\n"
     "stale SysV and /dev/shm objects, host hugepages, THP, a full /dev/shm, servers\n"
-    "whose visible devices or --port are wrong. Each finding has evidence, a remedy,\n"
+    "whose visible devices or --port are wrong, servers that answer but produce no\n"
+    "token. Each finding has evidence, a remedy,\n"
     "and what `hbmctl clean` would do. Finding ids and --json fields: docs/doctor.md.\n"
     "Run it as root on the host: other users' open files (who holds a device) are\n"
     "readable only by root, and a container sees only its own processes. With no\n"
@@ -22,11 +23,15 @@ int cmd_doctor(int argc, char **argv)
 {
     cli_common c;
     cli_common_init(&c);
-    hbm_doctor_opts dopts = {0};
+    hbm_doctor_opts dopts = {.progress_interval_s = 5};
     const cli_opt opts[] = {
         CLI_GROUPS_HERE,
         CLI_OPT(CLI_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
                 "/dev/shm use that counts as nearly full (default 90%)"),
+        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &dopts.progress_interval_s,
+                "read the /metrics of each inference server found listening here\n"
+                "twice this far apart (default 5s; 0 = do not): work and no token\n"
+                "in between is server-stalled", .min = 0, .words = "0 1s 5s"),
         CLI_OPTS_END,
     };
     const cli_spec spec = {
@@ -43,6 +48,8 @@ int cmd_doctor(int argc, char **argv)
     if (prc != CLI_CONTINUE)
         return prc;
     c.src.host_only_ok = true;
+    if (c.src.snapshot)
+        dopts.progress_interval_s = 0; /* a snapshot's servers are not here to ask */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

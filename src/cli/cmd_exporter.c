@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
+#include "cli_progress.h"
 #include "hbm/export.h"
 
 static const char about[] =
@@ -27,7 +28,22 @@ static void raise_nofile(void)
     }
 }
 
-int cmd_exporter(int argc, char **argv)
+/* --once: the metrics on standard output; frees ex. */
+static int print_once(hbm_exporter *ex)
+{
+    size_t len;
+    char *body = hbm_exporter_metrics(ex, &len);
+    fwrite(body, 1, len, stdout);
+    free(body);
+    char why[1100];
+    bool ok = hbm_exporter_healthy(ex, why, sizeof why);
+    hbm_exporter_free(ex);
+    if (!ok)
+        cli_errorf("%s", why);
+    return ok ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
+}
+
+static int serve(int argc, char **argv, hbm_progress_servers *servers)
 {
     cli_common common;
     cli_common_init(&common);
@@ -60,6 +76,7 @@ int cmd_exporter(int argc, char **argv)
                 "lease directory (default /run/hbmctl, env HBMCTL_LEASE_DIR)"),
         CLI_OPT(CLI_FLAG, "once", 0, NULL, &once,
                 "print the metrics once to standard output and exit"),
+        CLI_PROGRESS_OPTS(servers),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -78,19 +95,10 @@ int cmd_exporter(int argc, char **argv)
     so.max_connections = (unsigned)max_conn;
     so.timeout_s = (unsigned)ceil(timeout);
     xo.src = common.src;
+    xo.servers = servers->n ? servers : NULL;
     hbm_exporter *ex = hbm_exporter_new(&xo);
-    if (once) {
-        size_t len;
-        char *body = hbm_exporter_metrics(ex, &len);
-        fwrite(body, 1, len, stdout);
-        free(body);
-        char why[1100];
-        bool ok = hbm_exporter_healthy(ex, why, sizeof why);
-        hbm_exporter_free(ex);
-        if (!ok)
-            cli_errorf("%s", why);
-        return ok ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
-    }
+    if (once)
+        return print_once(ex);
 
     raise_nofile();
     /* Block the stop signals before the server thread starts, so only sigwait sees them. */
@@ -114,5 +122,14 @@ int cmd_exporter(int argc, char **argv)
     hbm_export_server_stop(srv);
     hbm_exporter_free(ex);
     return CLI_EXIT_OK;
+}
+
+int cmd_exporter(int argc, char **argv)
+{
+    hbm_progress_servers servers;
+    hbm_progress_servers_init(&servers, 60, 2);
+    int code = serve(argc, argv, &servers);
+    hbm_progress_servers_free(&servers);
+    return code;
 }
 #endif

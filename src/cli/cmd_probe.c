@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "hbm/http.h"
+#include "hbm/progress.h"
 #include "hbm/watch.h"
 
 static const char about[] =
@@ -155,6 +156,97 @@ static void check_url(probe *p, const char *url, double timeout)
 }
 
 
+/* Health and memory of the devices asked for (all by default), from the driver alone. */
+static void check_devices(probe *p, cli_common *common, const cli_devices *devices,
+                          int64_t max_bytes, double max_ratio)
+{
+    hbm_err err = {{0}};
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    common->src.no_host = true; /* health and memory come from the driver alone */
+    if (hbm_observe(&obs, &common->src, &err) < 0) {
+        record(p, "devices", PR_UNKNOWN, NULL, "%s", err.msg);
+    } else if (obs.ndevs == 0) {
+        record(p, "devices", PR_UNKNOWN, NULL, "no device found (backend %s)", obs.backend);
+    } else if (devices->n == 0) {
+        for (size_t i = 0; i < obs.ndevs; i++)
+            check_device(p, &obs.devs[i], max_bytes, max_ratio);
+    } else {
+        for (size_t k = 0; k < devices->n; k++) {
+            hbm_device *d = hbm_obs_find_device(&obs, devices->id[k]);
+            if (!d)
+                record(p, "devices", PR_UNKNOWN, NULL,
+                       "device %lld not found (%zu device%s; ids are logic ids on Ascend, "
+                       "indexes on NVIDIA)",
+                       (long long)devices->id[k], obs.ndevs, obs.ndevs == 1 ? "" : "s");
+            else
+                check_device(p, d, max_bytes, max_ratio);
+        }
+    }
+    hbm_obs_free(&obs);
+}
+
+typedef struct progress_opts {
+    const char *url, *state_file;
+    double stall, timeout;
+} progress_opts;
+
+static void record_progress(probe *p, json_t *c, const hbm_progress *track)
+{
+    const hbm_progress_engine *w = hbm_progress_worst(track);
+    char line[400];
+    json_t *engines = json_array();
+    for (size_t i = 0; i < track->n; i++)
+        json_array_append_new(engines, hbm_progress_engine_json(&track->e[i]));
+    json_object_set_new(c, "engines", engines);
+    json_object_set_new(c, "state", w ? json_string(hbm_progress_state_name(w->state))
+                                      : json_string("unknown"));
+    if (!w) {
+        record(p, "progress", PR_UNKNOWN, c, "%s: no vLLM, SGLang or MindIE metric there",
+               json_string_value(json_object_get(c, "url")));
+        return;
+    }
+    hbm_progress_line(w, line, sizeof line);
+    /* a first sample is healthy (judged next time); unknown otherwise means no counter */
+    bool first = !w->judged && !isnan(w->tokens);
+    int r = w->state == HBM_PROGRESS_STALLED                 ? PR_BAD
+            : w->state == HBM_PROGRESS_UNKNOWN && !first     ? PR_UNKNOWN
+                                                             : PR_OK;
+    record(p, "progress", r, c, "%s", line);
+}
+
+/* --metrics-url: one sample judged against the one the previous run left in the state file. */
+static void check_progress(probe *p, const progress_opts *po)
+{
+    char safe[512], path[600], why[600];
+    hbm_progress_url_safe(po->url, safe, sizeof safe);
+    if (po->state_file)
+        snprintf(path, sizeof path, "%s", po->state_file);
+    else
+        hbm_progress_state_path(po->url, path, sizeof path);
+    json_t *c = json_object();
+    json_object_set_new(c, "url", json_string(safe));
+    json_object_set_new(c, "state_file", json_string(path));
+    hbm_progress track, sample;
+    bool fresh = hbm_progress_state_load(path, po->url, &track, why, sizeof why) != 0;
+    json_object_set_new(c, "history", fresh ? json_string(why) : json_null());
+    hbm_http_result res;
+    hbm_err err = {{0}};
+    if (hbm_progress_fetch(po->url, po->timeout, &sample, &res, &err) < 0) {
+        bool answered = res.outcome == HBM_HTTP_ANSWERED && res.status >= 200 && res.status < 300;
+        bool usage = res.outcome == HBM_HTTP_BAD_URL || res.outcome == HBM_HTTP_UNAVAILABLE;
+        record(p, "progress", answered || usage ? PR_UNKNOWN : PR_BAD, c, "%s", err.msg);
+        hbm_progress_free(&track);
+        return;
+    }
+    hbm_progress_judge(&track, &sample, hbm_now_wall(), po->stall);
+    if (hbm_progress_state_save(path, po->url, &track, &err) < 0)
+        record(p, "progress", PR_UNKNOWN, json_deep_copy(c), "%s (so no stall can be seen)",
+               err.msg);
+    record_progress(p, c, &track);
+    hbm_progress_free(&track);
+}
+
 int cmd_probe(int argc, char **argv)
 {
     cli_common common;
@@ -164,6 +256,7 @@ int cmd_probe(int argc, char **argv)
     cli_devices devices = {{0}, 0};
     const char *url = NULL;
     bool no_devices = false;
+    progress_opts po = {.stall = 60};
     const cli_opt opts[] = {
         CLI_OPT(CLI_CALL, "max-mem", 0, "PCT|SIZE", &max,
                 "unhealthy when a checked device uses more (80%, 0.8, 60GiB)", .fn = cli_read_limit,
@@ -173,13 +266,24 @@ int cmd_probe(int argc, char **argv)
                 "repeat for several; default every device"),
         CLI_OPT(CLI_STRING, "url", 0, "URL", &url,
                 "unhealthy unless a GET answers 2xx within --timeout"),
+        CLI_OPT(CLI_STRING, "metrics-url", 0, "URL", &po.url,
+                "the server's Prometheus /metrics (vLLM, SGLang, MindIE):\n"
+                "unhealthy once work runs or waits and no token came for\n"
+                "--stall; the previous sample is kept in --state-file"),
+        CLI_OPT(CLI_DURATION, "stall", 0, "DUR", &po.stall,
+                "no token this long with work is a stall (default 60s)", .min = 1e-9,
+                .why = "must be above 0", .words = "30s 1m 5m"),
+        CLI_OPT(CLI_STRING, "state-file", 0, "FILE", &po.state_file,
+                "where the previous sample lives (default\n"
+                "/run/hbmctl/progress-HASH.json, one per URL); missing or\n"
+                "corrupt: a first sample, healthy, judged at the next run"),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout, "HTTP time limit (default 2s)",
                 .min = 1e-9, .why = "must be above 0"),
         CLI_OPT(CLI_DURATION, "deadline", 0, "DUR", &deadline,
                 "give up on everything after this (default 10s): exit 2", .min = 1e-9,
                 .why = "must be above 0"),
         CLI_OPT(CLI_FLAG, "no-devices", 0, NULL, &no_devices,
-                "check only the URL (no driver query)"),
+                "check only the URLs (no driver query)"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -188,50 +292,31 @@ int cmd_probe(int argc, char **argv)
         .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &common,
         .json_help = "{\"status\", \"exit\", \"reason\", \"checks\": [...]}",
         .snapshot_help = "check a snapshot instead of the live devices",
-        .exits = "exit: 0 healthy, 1 unhealthy, 2 could not check (no backend, unknown device,\n"
-                 "      memory not reported, bad option, deadline passed)\n",
+        .exits = "exit: 0 healthy (progressing, idle or a first sample), 1 unhealthy (a stall,\n"
+                 "      no 2xx, timeout), 2 could not check (no backend, unknown device, memory\n"
+                 "      not reported, a page that is not Prometheus text or has no engine\n"
+                 "      metrics, state file not writable, bad option, deadline passed)\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
         return rc;
-    if (no_devices && !url) {
-        printf("hbmctl probe: could not check: --no-devices needs --url\n");
+    if (no_devices && !url && !po.url) {
+        printf("hbmctl probe: could not check: --no-devices needs --url or --metrics-url\n");
         return PR_UNKNOWN;
     }
+    po.timeout = timeout;
     struct sigaction sa = {0};
     sa.sa_handler = on_deadline;
     sigaction(SIGALRM, &sa, NULL);
     alarm((unsigned)ceil(deadline));
 
-    hbm_err err = {{0}};
     probe p = {.checks = json_array(), .worst = PR_OK};
-    if (!no_devices) {
-        hbm_obs obs;
-        hbm_obs_init(&obs);
-        common.src.no_host = true; /* health and memory come from the driver alone */
-        if (hbm_observe(&obs, &common.src, &err) < 0) {
-            record(&p, "devices", PR_UNKNOWN, NULL, "%s", err.msg);
-        } else if (obs.ndevs == 0) {
-            record(&p, "devices", PR_UNKNOWN, NULL, "no device found (backend %s)", obs.backend);
-        } else if (devices.n == 0) {
-            for (size_t i = 0; i < obs.ndevs; i++)
-                check_device(&p, &obs.devs[i], max.bytes, max.ratio);
-        } else {
-            for (size_t k = 0; k < devices.n; k++) {
-                hbm_device *d = hbm_obs_find_device(&obs, devices.id[k]);
-                if (!d)
-                    record(&p, "devices", PR_UNKNOWN, NULL,
-                           "device %lld not found (%zu device%s; ids are logic ids on Ascend, "
-                           "indexes on NVIDIA)",
-                           (long long)devices.id[k], obs.ndevs, obs.ndevs == 1 ? "" : "s");
-                else
-                    check_device(&p, d, max.bytes, max.ratio);
-            }
-        }
-        hbm_obs_free(&obs);
-    }
+    if (!no_devices)
+        check_devices(&p, &common, &devices, max.bytes, max.ratio);
     if (url)
         check_url(&p, url, timeout);
+    if (po.url)
+        check_progress(&p, &po);
     alarm(0);
 
     const char *word = p.worst == PR_OK ? "healthy" : p.worst == PR_BAD ? "unhealthy"

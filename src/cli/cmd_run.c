@@ -14,6 +14,7 @@
 #include "hbm/audit.h"
 #include "hbm/lease.h"
 #include "hbm/plan.h"
+#include "hbm/progress.h"
 #include "hbm/run.h"
 #include "render_plan.h"
 
@@ -253,7 +254,22 @@ typedef struct run_args {
     bool expandable;
     char **cmd; /* COMMAND and its arguments: argv's NULL-terminated tail */
     int ncmd;
+    char metrics_url[1024]; /* --stall without --metrics-url: the --health-url server's */
 } run_args;
+
+/* --stall reads --metrics-url, by default the /metrics of the --health-url server. */
+static int progress_url(hbm_run_opts *o, char *buf, size_t n)
+{
+    if (o->stall_s > 0 && !o->metrics_url) {
+        if (!o->health_url)
+            return fail("--stall needs --health-url or --metrics-url (the server's /metrics)");
+        hbm_progress_metrics_url(o->health_url, buf, n);
+        o->metrics_url = buf;
+    }
+    if (o->metrics_url && o->stall_s <= 0)
+        return fail("--metrics-url is read for --stall DUR: give both");
+    return 0;
+}
 
 static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **argv)
 {
@@ -309,6 +325,13 @@ static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **arg
                 .max = 1000000, .why = "expected 1 or more"),
         CLI_OPT(CLI_DURATION, "ready-timeout", 0, "DUR", &o->ready_timeout_s,
                 "give up waiting for readiness (default: wait)"),
+        CLI_OPT(CLI_DURATION, "stall", 0, "DUR", &o->stall_s,
+                "unhealthy (restarted under --restart) when the server's\n"
+                "/metrics shows work running or waiting and no token for\n"
+                "DUR; read at each health check (vLLM, SGLang, MindIE)", .min = 1e-9,
+                .why = "must be positive", .words = "30s 1m 5m"),
+        CLI_OPT(CLI_STRING, "metrics-url", 0, "URL", &o->metrics_url,
+                "where (default: /metrics of --health-url's server)"),
         CLI_HEAD("other"),
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &rc->audit_path,
                 "where kills and removals are recorded\n"
@@ -330,6 +353,8 @@ static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **arg
         cli_help(&spec, stderr);
         prc = HBM_RUN_EXIT_FAILED;
     }
+    if (prc == CLI_CONTINUE && progress_url(o, a->metrics_url, sizeof a->metrics_url))
+        prc = HBM_RUN_EXIT_FAILED;
     if (prc == CLI_CONTINUE) {
         a->cmd = argv + argc - args.nargs; /* with stop_at_arg the arguments are argv's tail */
         a->ncmd = args.nargs;

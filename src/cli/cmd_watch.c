@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_progress.h"
 #include "watch_session.h"
 
 static const char about[] =
@@ -64,6 +65,10 @@ static void print_plain(watch_ctx *c)
                    s ? hbm_watch_describe(s, desc, sizeof desc) : "-");
         }
     }
+    char line[600];
+    bool stalled;
+    for (size_t k = 0; watch_server_line(c, k, line, sizeof line, &stalled); k++)
+        printf("%s  %.90s\n", when, line); /* 100 columns; the TUI and --json say it all */
     for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
         printf("%s\n", c->events[i]);
     fflush(stdout);
@@ -86,6 +91,24 @@ static json_t *series_json(const hbm_watch_series *s)
                         isfinite(st->noise_bytes) ? json_real(st->noise_bytes) : json_null());
     json_object_set_new(j, "summary", json_string(hbm_watch_describe(s, desc, sizeof desc)));
     return j;
+}
+
+static json_t *servers_json(const watch_ctx *c)
+{
+    json_t *servers = json_array();
+    for (size_t i = 0; i < c->servers.n; i++) {
+        const hbm_progress_server *v = &c->servers.s[i];
+        json_t *sj = json_object();
+        json_object_set_new(sj, "url", json_string(v->safe));
+        json_object_set_new(sj, "up", json_boolean(v->up));
+        json_object_set_new(sj, "error", v->up ? json_null() : json_string(v->error));
+        json_t *eng = json_array();
+        for (size_t e = 0; v->up && e < v->track.n; e++)
+            json_array_append_new(eng, hbm_progress_engine_json(&v->track.e[e]));
+        json_object_set_new(sj, "engines", eng);
+        json_array_append_new(servers, sj);
+    }
+    return servers;
 }
 
 static void print_json(watch_ctx *c)
@@ -132,6 +155,8 @@ static void print_json(watch_ctx *c)
         }
         json_object_set_new(j, "devices", devs);
     }
+    if (c->servers.n)
+        json_object_set_new(j, "servers", servers_json(c));
     json_t *ev = json_array();
     for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
         json_array_append_new(ev, json_string(c->events[i]));
@@ -193,6 +218,7 @@ int cmd_watch(int argc, char **argv)
     cli_limit threshold = {lp.threshold_bytes, 0.9};
     long steps = (long)lp.steps;
     bool plain = false;
+    hbm_progress_servers_init(&c.servers, 60, 2);
     const cli_opt opts[] = {
         CLI_OPT(CLI_DURATION, "interval", 0, "DUR", &c.interval,
                 "time between samples (default 1s; 250ms, 2s, 1m)", .min = 0.01,
@@ -212,6 +238,7 @@ int cmd_watch(int argc, char **argv)
         CLI_OPT(CLI_COUNT, "leak-steps", 0, "N", &steps,
                 "unreturned steps that make a leak (default 3)", .min = 1,
                 .max = HBM_LEAK_LEVELS_MAX - 1),
+        CLI_PROGRESS_OPTS(&c.servers),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -220,11 +247,14 @@ int cmd_watch(int argc, char **argv)
         .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c.common,
         .json_help = "one JSON object per sample (JSON lines)",
         .snapshot_help = "watch a snapshot file, re-read at every sample",
-        .exits = "exit: 0 done, 1 a leak was reported during the run, 2 could not look\n",
+        .exits = "exit: 0 done, 1 a leak or a server stall was reported during the run, 2 could\n"
+                 "      not look\n",
     };
     int prc = cli_parse_options(&spec, argc, argv);
-    if (prc != CLI_CONTINUE)
+    if (prc != CLI_CONTINUE) {
+        hbm_progress_servers_free(&c.servers);
         return prc;
+    }
     lp.threshold_bytes = threshold.bytes;
     lp.threshold_ratio = threshold.ratio;
     lp.steps = (size_t)steps;
@@ -241,5 +271,7 @@ int cmd_watch(int argc, char **argv)
     if (c.have_obs)
         hbm_obs_free(&c.obs);
     hbm_watch_free(&c.w);
+    hbm_progress_servers_free(&c.servers);
+    free(c.last_state);
     return rc;
 }

@@ -77,6 +77,58 @@ static void series_events(watch_ctx *c, const hbm_watch_series *s)
         add_event(c, "%s: memory %s back below the threshold", who, lvl);
 }
 
+/* Each server engine that turned stalled, or stopped being stalled, is an event. */
+static void server_events(watch_ctx *c)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < c->servers.n; i++) {
+        const hbm_progress_server *v = &c->servers.s[i];
+        for (size_t e = 0; e < v->track.n; e++, k++) {
+            if (k >= c->nlast) {
+                c->last_state = hbm_xrealloc(c->last_state, (k + 1) * sizeof *c->last_state);
+                c->last_state[k] = HBM_PROGRESS_UNKNOWN;
+                c->nlast = k + 1;
+            }
+            const hbm_progress_engine *g = &v->track.e[e];
+            hbm_progress_state was = c->last_state[k];
+            char line[400];
+            hbm_progress_line(g, line, sizeof line);
+            if (g->state == HBM_PROGRESS_STALLED && was != HBM_PROGRESS_STALLED) {
+                c->leak_seen = true;
+                add_event(c, "STALL %s: %s", v->safe, line);
+            } else if (g->state != HBM_PROGRESS_STALLED && was == HBM_PROGRESS_STALLED) {
+                add_event(c, "%s: %s", v->safe, line);
+            }
+            c->last_state[k] = g->state;
+        }
+    }
+}
+
+bool watch_server_line(const watch_ctx *c, size_t k, char *buf, size_t n, bool *stalled)
+{
+    for (size_t i = 0; i < c->servers.n; i++) {
+        const hbm_progress_server *v = &c->servers.s[i];
+        size_t lines = v->up ? (v->track.n ? v->track.n : 1) : 1;
+        if (k >= lines) {
+            k -= lines;
+            continue;
+        }
+        *stalled = false;
+        if (!v->up) {
+            snprintf(buf, n, "server %s", v->error);
+        } else if (!v->track.n) {
+            snprintf(buf, n, "server %s: no vLLM, SGLang or MindIE metric", v->safe);
+        } else {
+            char line[400];
+            hbm_progress_line(&v->track.e[k], line, sizeof line);
+            snprintf(buf, n, "server %s  %s", v->safe, line);
+            *stalled = v->track.e[k].state == HBM_PROGRESS_STALLED;
+        }
+        return true;
+    }
+    return false;
+}
+
 int watch_sample(watch_ctx *c)
 {
     hbm_obs obs;
@@ -85,6 +137,10 @@ int watch_sample(watch_ctx *c)
     c->samples++;
     if (c->started == 0)
         c->started = hbm_now_wall();
+    if (c->servers.n) {
+        hbm_progress_servers_sample(&c->servers);
+        server_events(c);
+    }
     if (hbm_observe(&obs, &c->common.src, &err) < 0) {
         hbm_obs_free(&obs);
         snprintf(c->error, sizeof c->error, "%s", err.msg);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "cli.h"
+#include "hbm/progress.h"
 #include "hbm/watch.h"
 
 #define WATCH_EVENTS 8 /* leak and threshold messages kept for the view */
@@ -21,7 +22,10 @@ typedef struct watch_ctx {
     char error[1024];       /* why the latest observation failed ("" when it did not) */
     long samples;
     double started;         /* wall clock of the first sample */
-    bool leak_seen;         /* a leak was reported during this run (exit 1) */
+    bool leak_seen;         /* a leak or a stall was reported during this run (exit 1) */
+    hbm_progress_servers servers; /* owned; --metrics-url, sampled with the devices */
+    hbm_progress_state *last_state; /* owned; per server engine as last reported, for events */
+    size_t nlast;
     char events[WATCH_EVENTS][200]; /* newest last */
     size_t nevents;
     unsigned long events_total; /* events ever added */
@@ -31,6 +35,11 @@ typedef struct watch_ctx {
 /* Observes once, feeds the detectors and records event messages. Returns 0, or -1 when the
  * observation failed (error says why; the previous observation is kept). */
 int watch_sample(watch_ctx *c);
+
+/* Line k of the server section: one per engine of each --metrics-url ("URL  stalled: ..."),
+ * or the reason a server's page was not read. Returns false past the last line; *stalled
+ * tells lines to highlight. */
+bool watch_server_line(const watch_ctx *c, size_t k, char *buf, size_t n, bool *stalled);
 
 /* True when the device passes the --device filter. */
 bool watch_wanted(const watch_ctx *c, const hbm_device *d);

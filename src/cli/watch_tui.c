@@ -181,6 +181,20 @@ static void draw_details(const watch_ctx *c, const hbm_device *d, int *row, int 
     (*row)++;
 }
 
+static void draw_servers(const watch_ctx *c, int *row, int rows, int cols)
+{
+    char line[600];
+    bool stalled;
+    for (size_t k = 0; *row < rows - 2 && watch_server_line(c, k, line, sizeof line, &stalled);
+         k++) {
+        if (stalled)
+            attron(COLOR_PAIR(4) | A_BOLD);
+        mvaddnstr((*row)++, 0, line, cols);
+        if (stalled)
+            attroff(COLOR_PAIR(4) | A_BOLD);
+    }
+}
+
 static void draw(const watch_ctx *c, view *v)
 {
     erase();
@@ -262,6 +276,7 @@ static void draw(const watch_ctx *c, view *v)
     }
     if (c->have_obs && n == 0 && row < rows - 2)
         mvaddnstr(row++, 0, "no device to show", cols);
+    draw_servers(c, &row, rows, cols);
     row++;
     if (sel && v->details)
         draw_details(c, sel, &row, rows, cols);
@@ -272,7 +287,7 @@ static void draw(const watch_ctx *c, view *v)
     shown = shown < 0 ? 0 : shown > (int)c->nevents ? (int)c->nevents : shown;
     int first = rows - 2 - shown;
     for (size_t i = c->nevents - (size_t)shown; i < c->nevents; i++) {
-        bool leak = strstr(c->events[i], "LEAK") != NULL;
+        bool leak = strstr(c->events[i], "LEAK") || strstr(c->events[i], "STALL");
         if (leak)
             attron(COLOR_PAIR(4) | A_BOLD);
         mvaddnstr(first++, 0, c->events[i], cols);

@@ -503,6 +503,8 @@ void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_fi
         posix_findings(obs, out);
         memory_findings(obs, o, out);
         doc_server_findings(obs, out);
+        if (o->progress_interval_s > 0)
+            doc_progress_findings(obs, o->progress_interval_s, out);
     }
     if (out->n > 1)
         qsort(out->items, out->n, sizeof *out->items, cmp_finding);

@@ -10,7 +10,7 @@
 #include "hbm/util.h"
 #include "hbm/verdict.h"
 
-static bool is_server(const hbm_hproc *p)
+bool doc_is_server(const hbm_hproc *p)
 {
     const char *c = p->cmdline ? p->cmdline : "";
     if (!*c || p->state == 'Z')
@@ -46,7 +46,7 @@ static bool arg_value(const char *cmd, const char *name, char *out, size_t n)
     return false;
 }
 
-static long arg_long(const char *cmd, const char *a, const char *b, long dflt)
+long doc_arg_long(const char *cmd, const char *a, const char *b, long dflt)
 {
     char v[32];
     if (!arg_value(cmd, a, v, sizeof v) && !(b && arg_value(cmd, b, v, sizeof v)))
@@ -56,8 +56,7 @@ static long arg_long(const char *cmd, const char *a, const char *b, long dflt)
     return *end == '\0' && x > 0 ? x : dflt;
 }
 
-/* True when pid is root or one of its descendants among the recorded processes. */
-static bool in_tree(const hbm_obs *obs, int root, int pid)
+bool doc_in_tree(const hbm_obs *obs, int root, int pid)
 {
     for (int depth = 0; depth < 64 && pid > 1; depth++) {
         if (pid == root)
@@ -72,10 +71,10 @@ static bool in_tree(const hbm_obs *obs, int root, int pid)
 
 /* The outermost server of a tree carries the findings once (its children inherit the
  * same variables and arguments). */
-static bool parent_is_server(const hbm_obs *obs, const hbm_hproc *p)
+bool doc_parent_is_server(const hbm_obs *obs, const hbm_hproc *p)
 {
     const hbm_hproc *pp = doc_find_proc(obs, p->ppid);
-    return pp && is_server(pp);
+    return pp && doc_is_server(pp);
 }
 
 static const hbm_device *find_dev(const hbm_obs *obs, int64_t uid)
@@ -124,7 +123,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
         }
         for (size_t j = 0; j < d->nprocs; j++) {
             const hbm_dproc *p = &d->procs[j];
-            if (in_tree(obs, s->pid, (int)p->pid) ||
+            if (doc_in_tree(obs, s->pid, (int)p->pid) ||
                 (p->state != HBM_PID_LIVE && p->state != HBM_PID_ABANDONED &&
                  p->state != HBM_PID_STUCK && p->state != HBM_PID_ZOMBIE))
                 continue;
@@ -146,8 +145,8 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
         }
     }
     const char *cmd = s->cmdline ? s->cmdline : "";
-    long tp = arg_long(cmd, "--tensor-parallel-size", "-tp", 1);
-    long pp = arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
+    long tp = doc_arg_long(cmd, "--tensor-parallel-size", "-tp", 1);
+    long pp = doc_arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
     if (n > 0 && (long)n != tp * pp) {
         bool too_few = (long)n < tp * pp;
         hbm_finding *x = doc_add(out, "visible-devices-tp-mismatch",
@@ -171,7 +170,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
 
 static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *out)
 {
-    long port = arg_long(s->cmdline ? s->cmdline : "", "--port", NULL, -1);
+    long port = doc_arg_long(s->cmdline ? s->cmdline : "", "--port", NULL, -1);
     if (port <= 0 || port > 65535)
         return;
     const hbm_listener *mine = NULL, *other = NULL;
@@ -179,7 +178,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
         const hbm_listener *l = &obs->host.listeners[i];
         if (l->port != port)
             continue;
-        if (l->pid > 0 && in_tree(obs, s->pid, l->pid))
+        if (l->pid > 0 && doc_in_tree(obs, s->pid, l->pid))
             mine = l;
         else
             other = l;
@@ -232,7 +231,7 @@ void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
 {
     for (size_t i = 0; i < obs->host.nprocs; i++) {
         const hbm_hproc *s = &obs->host.procs[i];
-        if (!is_server(s) || parent_is_server(obs, s))
+        if (!doc_is_server(s) || doc_parent_is_server(obs, s))
             continue;
         if (s->visible_devices && *s->visible_devices)
             visible_findings(obs, s, out);

@@ -76,6 +76,10 @@ static bool observe(hbm_exporter *ex, hbm_export_buf *body, char *error, size_t 
         }
     }
     hbm_export_render(&in, body);
+    if (ex->opts.servers) {
+        hbm_progress_servers_sample(ex->opts.servers);
+        hbm_export_render_servers(ex->opts.servers, body);
+    }
     free(leases);
     hbm_findings_free(&findings);
     hbm_obs_free(&obs);

@@ -495,3 +495,43 @@ void hbm_export_render(const hbm_export_input *in, hbm_export_buf *out)
     if (in->leases_known)
         render_leases(in, out);
 }
+
+void hbm_export_render_servers(const hbm_progress_servers *set, hbm_export_buf *out)
+{
+    if (!set->n)
+        return;
+    hbm_export_family(out, "hbmctl_server_up", "gauge",
+                      "1 when the server's /metrics was read at the last sample.");
+    for (size_t i = 0; i < set->n; i++) {
+        hbm_export_label l = {"url", set->s[i].safe};
+        hbm_export_sample(out, "hbmctl_server_up", &l, 1, set->s[i].up ? 1 : 0);
+    }
+    static const struct {
+        const char *name, *help;
+    } fam[] = {
+        {"hbmctl_server_stalled", "1 when work runs or waits and no token came for --stall."},
+        {"hbmctl_server_seconds_since_progress", "Seconds since the token counters advanced."},
+        {"hbmctl_server_tokens_per_second", "Prompt and generation tokens per second between "
+                                            "the last two samples."},
+        {"hbmctl_server_requests_running", "Requests running, as the engine reports."},
+        {"hbmctl_server_requests_waiting", "Requests waiting (vLLM V0: swapped included)."},
+        {"hbmctl_server_progress_state", "Progress state (progressing, idle, stalled, "
+                                         "unknown): value 1."},
+    };
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++) {
+        hbm_export_family(out, fam[f].name, "gauge", fam[f].help);
+        for (size_t i = 0; i < set->n; i++) {
+            const hbm_progress_server *v = &set->s[i];
+            for (size_t k = 0; v->up && k < v->track.n; k++) {
+                const hbm_progress_engine *e = &v->track.e[k];
+                hbm_export_label l[4] = {{"url", v->safe}, {"model", e->model},
+                                         {"engine", e->engine},
+                                         {"state", hbm_progress_state_name(e->state)}};
+                bool known = e->state != HBM_PROGRESS_UNKNOWN;
+                double val[] = {known ? (e->state == HBM_PROGRESS_STALLED) : NAN,
+                                e->since_token_s, e->tokens_per_s, e->running, e->waiting, 1};
+                hbm_export_sample(out, fam[f].name, l, f == 5 ? 4 : 3, val[f]);
+            }
+        }
+    }
+}

@@ -10,6 +10,7 @@
 
 #include "hbm/err.h"
 #include "hbm/obs.h"
+#include "hbm/progress.h"
 #include "hbm/run.h"
 
 /* Logging through the caller's callback, printf style. */
@@ -148,6 +149,7 @@ typedef struct run_state {
     run_shmid *shm_at_start; /* owned: segments that existed before the first start */
     size_t nshm_at_start;
     bool baseline_taken;
+    hbm_progress progress;   /* the last /metrics sample of the current start */
 } run_state;
 
 /* ---- signals (signals.c) ------------------------------------------------------------- */
@@ -188,5 +190,8 @@ void run_audit(const run_state *s, const char *action, int pid, const char *comm
 
 /* One GET; 0 when it answered 2xx, -1 with why. */
 int run_health_get(const char *url, double timeout_s, hbm_err *err);
+/* One /metrics sample judged against the previous one in track: 0 healthy (err empty),
+ * 1 stalled (err holds the stall line), -1 the page could not be read (err says why). */
+int run_progress_check(const hbm_run_opts *o, hbm_progress *track, hbm_err *err);
 
 #endif

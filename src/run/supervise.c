@@ -91,18 +91,30 @@ static bool mem_check(run_state *s, double now)
     return false;
 }
 
+/* One round of checks: the health URL (2xx), then progress. 0 healthy, -1 failed, 1 stalled. */
+static int check_once(run_state *s, hbm_err *err)
+{
+    const hbm_run_opts *o = s->o;
+    if (o->health_url && run_health_get(o->health_url, o->health_timeout_s, err) < 0)
+        return -1;
+    return o->metrics_url ? run_progress_check(o, &s->progress, err) : 0;
+}
+
 /* Health: readiness polled every second, then every health_interval. True = unhealthy. */
 static bool health_check(run_state *s, run_cycle *c, double now)
 {
     const hbm_run_opts *o = s->o;
     hbm_err err = {{0}};
-    double tmo = o->health_timeout_s;
-    bool ok = run_health_get(o->health_url, tmo, &err) == 0;
+    int rc = check_once(s, &err);
+    bool ok = rc == 0;
+    char safe[512];
+    hbm_progress_url_safe(o->metrics_url ? o->metrics_url : "", safe, sizeof safe);
+    const char *what = o->health_url ? o->health_url : safe;
     double after = hbm_now_mono();
     if (!c->ready) {
         if (ok) {
             c->ready = true;
-            run_log(o, "ready after %.1fs: %s answers", after - c->started, o->health_url);
+            run_log(o, "ready after %.1fs: %s answers", after - c->started, what);
             c->next_health = after + o->health_interval_s;
             return false;
         }
@@ -114,9 +126,15 @@ static bool health_check(run_state *s, run_cycle *c, double now)
         return false;
     }
     c->next_health = after + o->health_interval_s;
+    if (rc == 1) {
+        /* a stall already lasted --stall: no retries on top */
+        s->res->stalls++;
+        run_log(o, "unhealthy: %s", err.msg);
+        return o->restart != HBM_RUN_RESTART_NEVER;
+    }
     if (ok) {
         if (c->health_fails >= o->health_retries)
-            run_log(o, "healthy again: %s answers", o->health_url);
+            run_log(o, "healthy again: %s answers", what);
         c->health_fails = 0;
         c->unhealthy_logged = false;
         return false;
@@ -139,6 +157,8 @@ static enum run_end run_cycle_loop(run_state *s)
     c.next_mem = c.started + o->mem_interval_s;
     c.next_record = c.started + 2;
     bool guard = !isnan(o->restart_on_mem);
+    bool checks = o->health_url || o->metrics_url;
+    hbm_progress_free(&s->progress); /* a new start: its counters begin again */
     for (;;) {
         /* a stop request first: the group already got the signal and must not get a
          * second SIGTERM when the child's exit is seen in the same turn */
@@ -147,7 +167,7 @@ static enum run_end run_cycle_loop(run_state *s)
         if (s->child_done)
             return END_CHILD;
         double now = hbm_now_mono();
-        if (o->health_url && now >= c.next_health && health_check(s, &c, now))
+        if (checks && now >= c.next_health && health_check(s, &c, now))
             return END_UNHEALTHY;
         if (guard && !s->dv.disabled && now >= c.next_mem) {
             c.next_mem = now + o->mem_interval_s;
@@ -164,7 +184,7 @@ static enum run_end run_cycle_loop(run_state *s)
             c.next_record = now + 2;
         }
         double next = c.next_record;
-        if (o->health_url && c.next_health < next)
+        if (checks && c.next_health < next)
             next = c.next_health;
         if (guard && !s->dv.disabled && c.next_mem < next)
             next = c.next_mem;
@@ -210,9 +230,11 @@ static void summarize(run_state *s, const char *release, size_t segs)
         describe_status(s->child_status, st, sizeof st);
     else
         snprintf(st, sizeof st, "did not start");
-    char rs[32] = "";
+    char rs[64] = "";
     if (r->restarts)
         snprintf(rs, sizeof rs, "; restarts: %d", r->restarts);
+    if (r->stalls)
+        snprintf(rs + strlen(rs), sizeof rs - strlen(rs), "; stalls: %d", r->stalls);
     free(r->summary);
     r->summary = hbm_xasprintf(
         "exit %d (child %s); processes: %zu ended after SIGTERM, %zu killed, %zu left; "
@@ -331,6 +353,7 @@ int hbm_run_supervise(const hbm_run_opts *o, hbm_run_result *r, hbm_err *err)
     run_cgroup_remove(&s.cg);
     run_devices_free(&s.dv);
     run_tree_free(&s.tree);
+    hbm_progress_free(&s.progress);
     run_signals_restore(&s);
     if (s.tty_fd >= 0)
         close(s.tty_fd);

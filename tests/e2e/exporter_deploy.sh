@@ -29,6 +29,9 @@ sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$tmp/metrics.txt" | sort -u >"$tmp/famil
 # Families served only when the observation fails.
 HBMCTL_NVML_LIB="$tmp/none.so" "$HBMCTL" exporter --once >"$tmp/failed.txt" 2>/dev/null
 sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$tmp/failed.txt" >>"$tmp/families"
+# Families of followed servers (written even while nothing answers there).
+"$HBMCTL" exporter --once --metrics-url http://127.0.0.1:9/metrics >"$tmp/servers.txt" 2>/dev/null
+sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' "$tmp/servers.txt" >>"$tmp/families"
 sort -u -o "$tmp/families" "$tmp/families"
 check "the exporter serves 40 or more families ($(wc -l <"$tmp/families"))" test "$(wc -l <"$tmp/families")" -ge 40
 

@@ -172,6 +172,10 @@ tests:
         values: '512x15'
       - series: 'hbmctl_device_verdict{instance="n1",device="2",verdict="UNACCOUNTED"}'
         values: '0x15'
+      - series: 'hbmctl_server_stalled{instance="n1",url="http://127.0.0.1:8000/metrics",model="m1",engine="0"}'
+        values: '0 0 1 1 1 1'
+      - series: 'hbmctl_server_stalled{instance="n1",url="http://127.0.0.1:8001/metrics",model="m2",engine="0"}'
+        values: '0 0 0 0 0 0'
     alert_rule_test:
       - eval_time: 8m
         alertname: HbmctlDeviceMemoryLeak
@@ -197,8 +201,15 @@ tests:
       - eval_time: 12m
         alertname: HbmctlUnaccountedMemory
         exp_alerts: []
+      - eval_time: 4m
+        alertname: HbmctlServerStalled
+        exp_alerts:
+          - exp_labels: {severity: critical, instance: n1, url: "http://127.0.0.1:8000/metrics", model: m1, engine: "0"}
+            exp_annotations:
+              summary: "Inference server http://127.0.0.1:8000/metrics on n1 produces no token"
+              description: "Requests run or wait on model m1 (engine 0) and its token counters have not advanced for longer than the exporter's --stall, although the server may still answer /health. \`hbmctl run --stall\` restarts such a server; \`hbmctl doctor\` shows the counters."
 EOF
-check "promtool test rules: leak, orphan and hugepage alerts fire, a clear device does not" \
+check "promtool test rules: leak, orphan, hugepage and stall alerts fire, a clear device does not" \
     promtool test rules "$tmp/rules_test.yml"
 
 # --- 1,000 concurrent connections and malformed requests ----------------------------------------

@@ -26,4 +26,21 @@ typedef struct hbm_http_result {
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err);
 
+/* A GET that keeps the body, with the credentials of a secured server. Credentials are
+ * never part of a message. */
+typedef struct hbm_http_opts {
+    double timeout_s;
+    const char *user_agent;   /* NULL: libcurl's */
+    const char *bearer_token; /* Authorization: Bearer; NULL none */
+    const char *username;     /* basic auth with password; NULL none */
+    const char *password;
+    const char *ca_file;      /* PEM bundle to verify the server; NULL: the system's */
+    size_t max_body;          /* a longer body fails the request */
+} hbm_http_opts;
+
+/* Like hbm_http_get; *body (owned, NUL-terminated) and *len get the answer's body whatever
+ * its status. On -1 *body is NULL. */
+int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
+                   size_t *len, hbm_err *err);
+
 #endif

@@ -27,6 +27,33 @@ static void raise_nofile(void)
     }
 }
 
+/* Serves until SIGTERM, SIGINT or SIGHUP. */
+static int serve(hbm_exporter *ex, const hbm_export_server_opts *so)
+{
+    hbm_err err = {{0}};
+    raise_nofile();
+    /* Block the stop signals before the server thread starts, so only sigwait sees them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    hbm_export_server *srv;
+    if (hbm_export_server_start(ex, so, &srv, &err) < 0) {
+        cli_errorf("%s", err.msg);
+        return CLI_EXIT_ERROR;
+    }
+    fprintf(stderr, "hbmctl exporter: serving /metrics and /healthz on %s%s (port %d)\n",
+            so->web && so->web->cert_pem ? "https://" : "", so->listen,
+            hbm_export_server_port(srv));
+    int sig = 0;
+    sigwait(&stop, &sig);
+    hbm_export_server_stop(srv);
+    return CLI_EXIT_OK;
+}
+
 int cmd_exporter(int argc, char **argv)
 {
     cli_common common;
@@ -39,6 +66,7 @@ int cmd_exporter(int argc, char **argv)
     long max_conn = 0;
     double timeout = 10;
     bool once = false;
+    const char *web_config = NULL;
     hbm_err err = {{0}};
     const cli_opt opts[] = {
         CLI_OPT(CLI_STRING, "listen", 0, "ADDR", &so.listen,
@@ -58,6 +86,10 @@ int cmd_exporter(int argc, char **argv)
                 .words = "80% 90% 95%"),
         CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &xo.lease_dir,
                 "lease directory (default /run/hbmctl, env HBMCTL_LEASE_DIR)"),
+        CLI_OPT(CLI_STRING, "web-config", 0, "FILE", &web_config,
+                "TLS and basic auth, in the exporter toolkit's format:\n"
+                "tls_server_config {cert_file, key_file},\n"
+                "basic_auth_users {NAME: BCRYPT_HASH} (docs/metrics.md)"),
         CLI_OPT(CLI_FLAG, "once", 0, NULL, &once,
                 "print the metrics once to standard output and exit"),
         CLI_GROUPS_HERE,
@@ -67,8 +99,8 @@ int cmd_exporter(int argc, char **argv)
         .cmd = "exporter", .usage = "[--listen ADDR] [--min-interval DUR] [OPTIONS]",
         .about = about, .opts = opts, .groups = CLI_G_SOURCE, .common = &common,
         .snapshot_help = "serve a snapshot, re-read at each observation",
-        .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage or cannot "
-                 "listen\n",
+        .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage, bad web "
+                 "config\n      or cannot listen\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
@@ -77,6 +109,14 @@ int cmd_exporter(int argc, char **argv)
     xo.leak.threshold_ratio = threshold.ratio;
     so.max_connections = (unsigned)max_conn;
     so.timeout_s = (unsigned)ceil(timeout);
+    static hbm_webconfig web;
+    if (web_config) {
+        if (hbm_webconfig_load(web_config, &web, &err) < 0) {
+            cli_errorf("--web-config %s", err.msg);
+            return CLI_EXIT_ERROR;
+        }
+        so.web = &web;
+    }
     xo.src = common.src;
     hbm_exporter *ex = hbm_exporter_new(&xo);
     if (once) {
@@ -87,32 +127,15 @@ int cmd_exporter(int argc, char **argv)
         char why[1100];
         bool ok = hbm_exporter_healthy(ex, why, sizeof why);
         hbm_exporter_free(ex);
+        hbm_webconfig_free(&web);
         if (!ok)
             cli_errorf("%s", why);
         return ok ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
     }
 
-    raise_nofile();
-    /* Block the stop signals before the server thread starts, so only sigwait sees them. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    hbm_export_server *srv;
-    if (hbm_export_server_start(ex, &so, &srv, &err) < 0) {
-        cli_errorf("%s", err.msg);
-        hbm_exporter_free(ex);
-        return CLI_EXIT_ERROR;
-    }
-    fprintf(stderr, "hbmctl exporter: serving /metrics and /healthz on %s (port %d)\n",
-            so.listen, hbm_export_server_port(srv));
-    int sig = 0;
-    sigwait(&stop, &sig);
-    hbm_export_server_stop(srv);
+    rc = serve(ex, &so);
     hbm_exporter_free(ex);
-    return CLI_EXIT_OK;
+    hbm_webconfig_free(&web);
+    return rc;
 }
 #endif

@@ -21,6 +21,7 @@ import sys
 SYSTEM_LIBS = {
     "PkgConfig::JANSSON": "jansson", "PkgConfig::PCRE2": "pcre2", "m": "libm",
     "${CMAKE_DL_LIBS}": "libdl", "${HBM_HTTPD}": "libmicrohttpd", "${HBM_TUI}": "ncurses",
+    "crypt": "libcrypt",
 }
 TOP = "cli"  # the executable: may use every module, none may use it
 

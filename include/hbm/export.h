@@ -91,12 +91,42 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len);
  * none was made yet); why says so in one line. */
 bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n);
 
+/* ---- web config (the Prometheus exporter toolkit's --web.config.file format) ------------ */
+
+#define HBM_WEB_USERS_MAX 32
+
+typedef struct hbm_web_user {
+    char name[64];
+    char hash[128]; /* bcrypt: $2a$, $2b$ or $2y$ */
+} hbm_web_user;
+
+typedef struct hbm_webconfig {
+    char cert_file[512]; /* tls_server_config.cert_file, relative to the config's folder */
+    char key_file[512];
+    hbm_web_user users[HBM_WEB_USERS_MAX]; /* basic_auth_users */
+    size_t nusers;
+    char *cert_pem; /* owned: the files' contents, read by hbm_webconfig_load */
+    char *key_pem;
+} hbm_webconfig;
+
+/* Parses the YAML subset of a web config: the mappings tls_server_config (cert_file,
+ * key_file) and basic_auth_users (user: bcrypt hash), comments, plain or quoted scalars.
+ * name is the file's name for messages; anything else is refused naming line and key. */
+int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webconfig *out,
+                        hbm_err *err);
+/* Reads and parses path, then the certificate and key it names. */
+int hbm_webconfig_load(const char *path, hbm_webconfig *out, hbm_err *err);
+void hbm_webconfig_free(hbm_webconfig *w);
+/* True when password matches the user's bcrypt hash (libcrypt). */
+bool hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password);
+
 /* ---- HTTP server (libmicrohttpd, epoll) ------------------------------------------------- */
 
 typedef struct hbm_export_server_opts {
     const char *listen;       /* borrowed; "127.0.0.1:9464", "[::1]:9464", ":9464" (any IPv4) */
     unsigned max_connections; /* connection limit; 0 = 2048 (lowered to fit RLIMIT_NOFILE) */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
+    const hbm_webconfig *web; /* borrowed; TLS and basic auth, NULL = plain HTTP */
 } hbm_export_server_opts;
 
 typedef struct hbm_export_server hbm_export_server; /* opaque */

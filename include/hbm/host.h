@@ -15,6 +15,16 @@
 
 #include "hbm/err.h"
 
+/* The Kubernetes pod a process runs in, read from the node (docs/host-facts.md): names from
+ * the container runtime's state or /var/log/pods. name[0] == '\0' when not known; container
+ * is "" when the pod is known but not which of its containers. */
+typedef struct hbm_pod {
+    char ns[64];        /* namespace (a DNS label: at most 63 characters) */
+    char name[256];     /* pod name (a DNS subdomain: at most 253) */
+    char uid[40];
+    char container[64]; /* container name within the pod */
+} hbm_pod;
+
 typedef struct hbm_hproc {
     int pid;
     int ppid;
@@ -34,6 +44,7 @@ typedef struct hbm_hproc {
     char *visible_devices; /* owned; ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES
                               value from /proc/PID/environ when readable, else NULL */
     char pod_uid[40];    /* Kubernetes pod uid when the cgroup names one, else "" */
+    hbm_pod pod;         /* its pod, when the node's runtime state or pod logs name it */
     bool cgroup_gone;    /* its cgroup was removed (" (deleted)" or the directory is gone):
                             the container it ran in no longer exists */
     int zombie_live_threads; /* state Z: threads still running after their leader exited;
@@ -136,6 +147,13 @@ int hbm_host_starttime(const char *root, int pid, uint64_t *starttime, char *sta
 /* Device-file patterns from HBMCTL_DEVICE_PATTERNS (colon-separated fnmatch patterns), or
  * NULL when unset or empty. The array is built once and lives until exit. */
 const char *const *hbm_host_patterns_from_env(void);
+
+/* The pod of a container (container_id, may be "") in a pod (pod_uid, may be "") from the
+ * node under root: containerd's task bundle, CRI-O's container config, cri-dockerd's labels,
+ * then /var/log/pods/<namespace>_<pod>_<uid>/. A runtime file naming another pod uid than
+ * the cgroup is refused. Leaves out zeroed when nothing names the pod. */
+void hbm_host_pod_lookup(const char *root, const char *container_id, const char *pod_uid,
+                         hbm_pod *out);
 
 /* The cgroup2 mount point from <root>/proc/self/mountinfo, root prefix included (hybrid
  * hosts mount it at /sys/fs/cgroup/unified). -1 with a message when there is none. */

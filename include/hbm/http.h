@@ -4,8 +4,6 @@
 #ifndef HBM_HTTP_H
 #define HBM_HTTP_H
 
-#include <stddef.h>
-
 #include "hbm/err.h"
 
 typedef enum hbm_http_outcome {
@@ -28,15 +26,21 @@ typedef struct hbm_http_result {
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err);
 
-/* A body read into memory, NUL-terminated; owned by the caller (free(data)). */
-typedef struct hbm_http_body {
-    char *data; /* NULL when empty */
-    size_t len;
-} hbm_http_body;
+/* A GET that keeps the body, with the credentials of a secured server. Credentials are
+ * never part of a message. */
+typedef struct hbm_http_opts {
+    double timeout_s;
+    const char *user_agent;   /* NULL: libcurl's */
+    const char *bearer_token; /* Authorization: Bearer; NULL none */
+    const char *username;     /* basic auth with password; NULL none */
+    const char *password;
+    const char *ca_file;      /* PEM bundle to verify the server; NULL: the system's */
+    size_t max_body;          /* a longer body fails the request */
+} hbm_http_opts;
 
-/* As hbm_http_get, keeping up to max_body bytes of the answer in *body (a longer answer is
- * a failure: a metrics page is small, and a runaway one must not grow this process). */
-int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
-                   hbm_http_body *body, hbm_http_result *res, hbm_err *err);
+/* Like hbm_http_get; *body (owned, NUL-terminated) and *len get the answer's body whatever
+ * its status. On -1 *body is NULL. */
+int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
+                   size_t *len, hbm_err *err);
 
 #endif

@@ -54,6 +54,14 @@ void hbm_cgroup_info_free(hbm_cgroup_info *c);
  * kubepods-...-pod<uid>.slice. Fills what it finds; returns true when an id was found. */
 bool hbm_procfs_container_of(const char *path, size_t len, hbm_cgroup_info *out);
 
+/* A container runtime's config of one container: an OCI config.json ("annotations":
+ * containerd's io.kubernetes.cri.*, CRI-O's io.kubernetes.pod.*) or docker's config.v2.json
+ * ("Config": {"Labels": ...}, as cri-dockerd sets them). Returns 0 with out->name set when it
+ * names a pod, 0 with out zeroed when it names none, -1 on malformed JSON (line, column). */
+int hbm_procfs_parse_pod_config(const char *buf, size_t len, hbm_pod *out, hbm_err *err);
+/* A /var/log/pods directory name, "<namespace>_<pod>_<uid>": -1 when it is not one. */
+int hbm_procfs_parse_pod_logdir(const char *name, size_t len, hbm_pod *out, hbm_err *err);
+
 /* /proc/PID/mountinfo: the mount point of the first cgroup2 file system mounted from its
  * root (field 4 "/", so /proc/PID/cgroup paths map onto it), octal escapes undone, into mnt. Returns 1 when found, 0 when there is none, -1 on malformed input. */
 int hbm_procfs_cgroup2_mount(const char *buf, size_t len, char *mnt, size_t n, hbm_err *err);

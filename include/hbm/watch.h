@@ -130,4 +130,32 @@ const char *hbm_watch_describe(const hbm_watch_series *s, char *buf, size_t n);
  * otherwise) is set. */
 int hbm_watch_parse_limit(const char *s, int64_t *bytes, double *ratio, hbm_err *err);
 
+/* Device memory history kept in a file between runs of a short-lived checker (probe --npd
+ * leak runs once per NPD interval): the last HBM_HISTORY_MAX samples per device, as JSON
+ * {"schema": "hbmctl.history/1", "devices": [{"device", "total_bytes", "samples":
+ * [[t, bytes], ...]}]}. */
+#define HBM_HISTORY_MAX 64
+typedef struct hbm_history_dev {
+    int64_t device;      /* user id */
+    int64_t total_bytes; /* HBM_UNKNOWN when unknown */
+    size_t n;            /* samples, oldest first */
+    double t[HBM_HISTORY_MAX];
+    int64_t bytes[HBM_HISTORY_MAX];
+} hbm_history_dev;
+typedef struct hbm_history {
+    hbm_history_dev *devs; /* owned */
+    size_t n;
+} hbm_history;
+/* Parses the JSON above; -1 with the JSON path or line of what is wrong. */
+int hbm_history_parse(const char *buf, size_t len, hbm_history *h, hbm_err *err);
+/* Reads path; a missing file is an empty history. */
+int hbm_history_load(const char *path, hbm_history *h, hbm_err *err);
+/* Appends one sample per device of obs at time t; devices obs lacks are dropped. */
+void hbm_history_add(hbm_history *h, const hbm_obs *obs, double t);
+/* Writes path atomically (a temporary file renamed over it). */
+int hbm_history_save(const char *path, const hbm_history *h, hbm_err *err);
+/* Runs the leak detector (p NULL = defaults) over one device's samples. */
+hbm_leak_status hbm_history_judge(const hbm_history_dev *d, const hbm_leak_params *p);
+void hbm_history_free(hbm_history *h);
+
 #endif

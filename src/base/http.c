@@ -63,42 +63,62 @@ static bool load_curl(void)
     return true;
 }
 
-typedef struct body_buf {
-    hbm_http_body *out; /* NULL: the body is discarded */
-    size_t max;
-    bool over;
-} body_buf;
+/* The body collected so far, up to max bytes; with max 0 it is dropped. */
+typedef struct sink {
+    char *data;
+    size_t len, max;
+    bool too_long;
+} sink;
 
-static size_t take(char *p, size_t size, size_t n, void *ctx)
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
-    body_buf *b = ctx;
-    size_t len = size * n;
-    if (!b->out)
-        return len;
-    if (b->out->len + len > b->max) {
-        b->over = true;
-        return 0; /* makes libcurl stop with a write error */
+    sink *s = ctx;
+    size_t add = size * n;
+    if (s->max == 0)
+        return add;
+    if (s->len + add > s->max) {
+        s->too_long = true;
+        return 0; /* aborts the transfer */
     }
-    b->out->data = hbm_xrealloc(b->out->data, b->out->len + len + 1);
-    memcpy(b->out->data + b->out->len, p, len);
-    b->out->len += len;
-    b->out->data[b->out->len] = '\0';
-    return len;
+    s->data = realloc(s->data, s->len + add + 1);
+    if (!s->data)
+        abort();
+    memcpy(s->data + s->len, p, add);
+    s->len += add;
+    s->data[s->len] = '\0';
+    return add;
+}
+
+static void set_auth(CURL *c, const hbm_http_opts *o)
+{
+    if (o->bearer_token) {
+        curl.easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+        curl.easy_setopt(c, CURLOPT_XOAUTH2_BEARER, o->bearer_token);
+    } else if (o->username) {
+        curl.easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl.easy_setopt(c, CURLOPT_USERNAME, o->username);
+        curl.easy_setopt(c, CURLOPT_PASSWORD, o->password ? o->password : "");
+    }
+    if (o->ca_file)
+        curl.easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 }
 
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err)
 {
-    return hbm_http_fetch(url, timeout_s, user_agent, 0, NULL, res, err);
+    hbm_http_opts o = {.timeout_s = timeout_s, .user_agent = user_agent};
+    return hbm_http_fetch(url, &o, res, NULL, NULL, err);
 }
 
-int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
-                   hbm_http_body *body, hbm_http_result *res, hbm_err *err)
+int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
+                   size_t *len, hbm_err *err)
 {
-    memset(res, 0, sizeof *res);
-    body_buf bb = {.out = body, .max = max_body};
+    double timeout_s = o->timeout_s;
+    const char *user_agent = o->user_agent;
+    sink sk = {.max = body ? o->max_body : 0};
     if (body)
-        *body = (hbm_http_body){0};
+        *body = NULL;
+    memset(res, 0, sizeof *res);
     if (!load_curl()) {
         res->outcome = HBM_HTTP_UNAVAILABLE;
         return hbm_err_set(err, "%s: %s", url, curl.why);
@@ -116,8 +136,9 @@ int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, si
     curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM: callers own their signals */
     curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, ms);
     curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
-    curl.easy_setopt(c, CURLOPT_WRITEDATA, &bb);
+    curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl.easy_setopt(c, CURLOPT_WRITEDATA, &sk);
+    set_auth(c, o);
     curl.easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl.easy_setopt(c, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
@@ -132,21 +153,23 @@ int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, si
         curl.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl.easy_cleanup(c);
     const char *why = cerr[0] ? cerr : curl.easy_strerror(rc);
+    if (rc == CURLE_OK && body) {
+        *body = sk.data ? sk.data : hbm_xstrdup("");
+        *len = sk.len;
+    } else {
+        free(sk.data);
+    }
     switch (rc) {
     case CURLE_OK:
         res->outcome = HBM_HTTP_ANSWERED;
         res->status = status;
         return 0;
+    case CURLE_WRITE_ERROR:
+        res->outcome = HBM_HTTP_FAILED;
+        return hbm_err_set(err, "%s: answer longer than %zu bytes", url, o->max_body);
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
         res->outcome = HBM_HTTP_BAD_URL;
-        return hbm_err_set(err, "%s: %s", url, why);
-    case CURLE_WRITE_ERROR:
-        if (bb.over) {
-            res->outcome = HBM_HTTP_FAILED;
-            return hbm_err_set(err, "%s: answer longer than %zu bytes", url, max_body);
-        }
-        res->outcome = HBM_HTTP_FAILED;
         return hbm_err_set(err, "%s: %s", url, why);
     case CURLE_OPERATION_TIMEDOUT:
         res->outcome = HBM_HTTP_TIMEOUT;
@@ -162,20 +185,20 @@ int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, si
 int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
                  hbm_http_result *res, hbm_err *err)
 {
-    return hbm_http_fetch(url, timeout_s, user_agent, 0, NULL, res, err);
+    hbm_http_opts o = {.timeout_s = timeout_s, .user_agent = user_agent};
+    return hbm_http_fetch(url, &o, res, NULL, NULL, err);
 }
 
-int hbm_http_fetch(const char *url, double timeout_s, const char *user_agent, size_t max_body,
-                   hbm_http_body *body, hbm_http_result *res, hbm_err *err)
+int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
+                   size_t *len, hbm_err *err)
 {
-    (void)timeout_s;
-    (void)user_agent;
-    (void)max_body;
+    (void)o;
+    (void)len;
     if (body)
-        *body = (hbm_http_body){0};
+        *body = NULL;
     memset(res, 0, sizeof *res);
     res->outcome = HBM_HTTP_UNAVAILABLE;
-    return hbm_err_set(err, "%s: this build has no libcurl, so HTTP checks are left out "
+    return hbm_err_set(err, "%s: this build has no libcurl, so HTTP requests are left out "
                             "(see hbmctl --version)", url);
 }
 

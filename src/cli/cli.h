@@ -46,4 +46,8 @@ const char *cli_verdict_color(hbm_verdict v);
 /* Formats a size in bytes, "-" when unknown; returns buf. */
 const char *cli_size(char *buf, size_t n, int64_t bytes);
 
+/* Where a device process runs: "namespace/pod" in Kubernetes, else its container id, else
+ * "-"; returns buf. */
+const char *cli_proc_where(char *buf, size_t n, const hbm_dproc *p);
+
 #endif

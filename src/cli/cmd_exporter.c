@@ -43,7 +43,35 @@ static int print_once(hbm_exporter *ex)
     return ok ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
 }
 
-static int serve(int argc, char **argv, hbm_progress_servers *servers)
+/* Serves until SIGTERM, SIGINT or SIGHUP. */
+static int serve(hbm_exporter *ex, const hbm_export_server_opts *so)
+{
+    hbm_err err = {{0}};
+    raise_nofile();
+    /* Block the stop signals before the server thread starts, so only sigwait sees them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    hbm_export_server *srv;
+    if (hbm_export_server_start(ex, so, &srv, &err) < 0) {
+        cli_errorf("%s", err.msg);
+        return CLI_EXIT_ERROR;
+    }
+    fprintf(stderr, "hbmctl exporter: serving /metrics and /healthz on %s%s (port %d)\n",
+            so->web && so->web->cert_pem ? "https://" : "", so->listen,
+            hbm_export_server_port(srv));
+    int sig = 0;
+    sigwait(&stop, &sig);
+    hbm_export_server_stop(srv);
+    return CLI_EXIT_OK;
+}
+
+/* Reads the options, then prints once or serves; servers: the --metrics-url ones. */
+static int exporter(int argc, char **argv, hbm_progress_servers *servers)
 {
     cli_common common;
     cli_common_init(&common);
@@ -55,6 +83,7 @@ static int serve(int argc, char **argv, hbm_progress_servers *servers)
     long max_conn = 0;
     double timeout = 10;
     bool once = false;
+    const char *web_config = NULL;
     hbm_err err = {{0}};
     const cli_opt opts[] = {
         CLI_OPT(CLI_STRING, "listen", 0, "ADDR", &so.listen,
@@ -74,6 +103,10 @@ static int serve(int argc, char **argv, hbm_progress_servers *servers)
                 .words = "80% 90% 95%"),
         CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &xo.lease_dir,
                 "lease directory (default /run/hbmctl, env HBMCTL_LEASE_DIR)"),
+        CLI_OPT(CLI_STRING, "web-config", 0, "FILE", &web_config,
+                "TLS and basic auth, in the exporter toolkit's format:\n"
+                "tls_server_config {cert_file, key_file},\n"
+                "basic_auth_users {NAME: BCRYPT_HASH} (docs/metrics.md)"),
         CLI_OPT(CLI_FLAG, "once", 0, NULL, &once,
                 "print the metrics once to standard output and exit"),
         CLI_PROGRESS_OPTS(servers),
@@ -84,8 +117,8 @@ static int serve(int argc, char **argv, hbm_progress_servers *servers)
         .cmd = "exporter", .usage = "[--listen ADDR] [--min-interval DUR] [OPTIONS]",
         .about = about, .opts = opts, .groups = CLI_G_SOURCE, .common = &common,
         .snapshot_help = "serve a snapshot, re-read at each observation",
-        .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage or cannot "
-                 "listen\n",
+        .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage, bad web "
+                 "config\n      or cannot listen\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
@@ -94,41 +127,34 @@ static int serve(int argc, char **argv, hbm_progress_servers *servers)
     xo.leak.threshold_ratio = threshold.ratio;
     so.max_connections = (unsigned)max_conn;
     so.timeout_s = (unsigned)ceil(timeout);
+    static hbm_webconfig web;
+    if (web_config) {
+        if (hbm_webconfig_load(web_config, &web, &err) < 0) {
+            cli_errorf("--web-config %s", err.msg);
+            return CLI_EXIT_ERROR;
+        }
+        so.web = &web;
+    }
     xo.src = common.src;
     xo.servers = servers->n ? servers : NULL;
     hbm_exporter *ex = hbm_exporter_new(&xo);
-    if (once)
-        return print_once(ex);
-
-    raise_nofile();
-    /* Block the stop signals before the server thread starts, so only sigwait sees them. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    hbm_export_server *srv;
-    if (hbm_export_server_start(ex, &so, &srv, &err) < 0) {
-        cli_errorf("%s", err.msg);
-        hbm_exporter_free(ex);
-        return CLI_EXIT_ERROR;
+    if (once) {
+        rc = print_once(ex);
+        hbm_webconfig_free(&web);
+        return rc;
     }
-    fprintf(stderr, "hbmctl exporter: serving /metrics and /healthz on %s (port %d)\n",
-            so.listen, hbm_export_server_port(srv));
-    int sig = 0;
-    sigwait(&stop, &sig);
-    hbm_export_server_stop(srv);
+
+    rc = serve(ex, &so);
     hbm_exporter_free(ex);
-    return CLI_EXIT_OK;
+    hbm_webconfig_free(&web);
+    return rc;
 }
 
 int cmd_exporter(int argc, char **argv)
 {
     hbm_progress_servers servers;
     hbm_progress_servers_init(&servers, 60, 2);
-    int code = serve(argc, argv, &servers);
+    int code = exporter(argc, argv, &servers);
     hbm_progress_servers_free(&servers);
     return code;
 }

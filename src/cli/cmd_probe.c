@@ -71,12 +71,14 @@ static void record(probe *p, const char *check, int result, json_t *extra, const
     }
 }
 
+/* The deadline's line: NPD's 80 characters in --npd mode. */
+static const char *deadline_msg = "hbmctl probe: could not check: deadline passed (driver or "
+                                  "endpoint did not answer)\n";
+
 static void on_deadline(int sig)
 {
     (void)sig;
-    static const char msg[] = "hbmctl probe: could not check: deadline passed (driver or "
-                              "endpoint did not answer)\n";
-    ssize_t w = write(STDOUT_FILENO, msg, sizeof msg - 1);
+    ssize_t w = write(STDOUT_FILENO, deadline_msg, strlen(deadline_msg));
     (void)w;
     _exit(PR_UNKNOWN);
 }
@@ -155,8 +157,7 @@ static void check_url(probe *p, const char *url, double timeout)
                res.seconds * 1000);
 }
 
-
-/* Health and memory of the devices asked for (all by default), from the driver alone. */
+/* Health and memory of the devices asked for (every device when ndevices is 0). */
 static void check_devices(probe *p, cli_common *common, const cli_devices *devices,
                           int64_t max_bytes, double max_ratio)
 {
@@ -184,6 +185,164 @@ static void check_devices(probe *p, cli_common *common, const cli_devices *devic
         }
     }
     hbm_obs_free(&obs);
+}
+
+/* The one line (or the JSON) of a probe; releases its checks. */
+static void report(probe *p, bool json)
+{
+    const char *word = p->worst == PR_OK ? "healthy" : p->worst == PR_BAD ? "unhealthy"
+                                                                      : "could not check";
+    const char *why = p->worst == PR_OK ? p->oks : p->first;
+    if (json) {
+        json_t *j = json_object();
+        json_object_set_new(j, "status", json_string(p->worst == PR_OK    ? "healthy"
+                                                     : p->worst == PR_BAD ? "unhealthy"
+                                                                        : "unknown"));
+        json_object_set_new(j, "exit", json_integer(p->worst));
+        json_object_set_new(j, "reason", json_string(why));
+        json_object_set_new(j, "checks", p->checks);
+        cli_json_out(j);
+    } else {
+        printf("hbmctl probe: %s: %s\n", word, why);
+        json_decref(p->checks);
+    }
+}
+
+/* ---- node-problem-detector custom plugin mode (docs/kubernetes.md) ---- */
+
+/* NPD's max_output_length default: the rest of a line would be cut mid-word. */
+#define NPD_LINE_MAX 80
+
+typedef enum npd_check { NPD_ORPHANED, NPD_UNACCOUNTED, NPD_UNHEALTHY, NPD_LEAK } npd_check;
+
+static const char *const npd_names[] = {"orphaned", "unaccounted", "unhealthy", "leaking", NULL};
+
+/* Leak state per device, from the history file (judged before the devices are walked). */
+typedef struct npd_leaks {
+    hbm_history hist;
+    bool loaded;
+} npd_leaks;
+
+static const hbm_history_dev *npd_hist(const npd_leaks *l, const hbm_device *d)
+{
+    for (size_t i = 0; l->loaded && i < l->hist.n; i++)
+        if (l->hist.devs[i].device == hbm_device_user_id(d))
+            return &l->hist.devs[i];
+    return NULL;
+}
+
+static bool npd_hit(npd_check c, const hbm_device *d, const npd_leaks *l)
+{
+    const hbm_history_dev *h;
+    switch (c) {
+    case NPD_LEAK: return (h = npd_hist(l, d)) && hbm_history_judge(h, NULL).leak;
+    case NPD_ORPHANED: return d->verdict == HBM_VERDICT_ORPHANED;
+    case NPD_UNACCOUNTED: return d->verdict == HBM_VERDICT_UNACCOUNTED;
+    case NPD_UNHEALTHY: return d->verdict == HBM_VERDICT_UNHEALTHY || !d->healthy;
+    }
+    return false;
+}
+
+/* The cause on one device in a few words: the orphan and its pod, the memory nobody holds,
+ * the vendor's health word. */
+static void npd_cause(npd_check c, const hbm_device *d, const npd_leaks *l, char *buf,
+                      size_t n)
+{
+    char sz[32];
+    if (c == NPD_LEAK) {
+        hbm_leak_status st = hbm_history_judge(npd_hist(l, d), NULL);
+        hbm_fmt_size(sz, sizeof sz, st.growth);
+        snprintf(buf, n, "memory grew %s in %d steps", sz, st.steps);
+        return;
+    }
+    if (c == NPD_UNHEALTHY) {
+        snprintf(buf, n, "health %s", d->health[0] ? d->health : "not OK");
+        return;
+    }
+    if (c == NPD_UNACCOUNTED) {
+        hbm_fmt_size(sz, sizeof sz, hbm_device_unaccounted_bytes(d));
+        snprintf(buf, n, "%s held by no process", sz);
+        return;
+    }
+    for (size_t i = 0; i < d->nprocs; i++) {
+        const hbm_dproc *p = &d->procs[i];
+        if (p->state == HBM_PID_LIVE || p->state == HBM_PID_UNCHECKED ||
+            p->state == HBM_PID_UNSEEN)
+            continue;
+        hbm_fmt_size(sz, sizeof sz, p->memory_bytes);
+        if (p->pod.name[0])
+            snprintf(buf, n, "%s pid %lld pod %s/%s holds %s", hbm_pid_state_name(p->state),
+                     (long long)p->pid, p->pod.ns, p->pod.name, sz);
+        else
+            snprintf(buf, n, "%s pid %lld (%s) holds %s", hbm_pid_state_name(p->state),
+                     (long long)p->pid, p->name[0] ? p->name : "?", sz);
+        return;
+    }
+    snprintf(buf, n, "held by a process that is gone");
+}
+
+/* Prints at most NPD_LINE_MAX bytes, cut on a character boundary, and a newline. */
+static void npd_print(const char *line)
+{
+    size_t n = strlen(line);
+    if (n > NPD_LINE_MAX) {
+        n = NPD_LINE_MAX;
+        while (n > 0 && ((unsigned char)line[n] & 0xC0) == 0x80)
+            n--;
+    }
+    printf("%.*s\n", (int)n, line);
+}
+
+/* Appends this run's sample to the history file and keeps it for judging. */
+static int npd_history(const char *path, const hbm_obs *obs, npd_leaks *l, hbm_err *err)
+{
+    if (hbm_history_load(path, &l->hist, err) < 0)
+        return -1;
+    l->loaded = true;
+    hbm_history_add(&l->hist, obs, obs->captured_at);
+    return hbm_history_save(path, &l->hist, err);
+}
+
+static int npd_run(cli_common *common, npd_check c, const char *history)
+{
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    hbm_err err = {{0}};
+    char line[512];
+    npd_leaks leaks = {0};
+    /* Orphans need the host join; health and memory come from the driver alone. */
+    common->src.no_host = c == NPD_UNHEALTHY || c == NPD_LEAK;
+    if (hbm_observe(&obs, &common->src, &err) < 0 || obs.ndevs == 0 ||
+        (c == NPD_LEAK && npd_history(history, &obs, &leaks, &err) < 0)) {
+        hbm_history_free(&leaks.hist);
+        snprintf(line, sizeof line, "unknown: %s", obs.ndevs || err.msg[0] ? err.msg
+                                                                             : "no device found");
+        hbm_obs_free(&obs);
+        npd_print(line);
+        return PR_UNKNOWN;
+    }
+    const hbm_device *first = NULL;
+    size_t hits = 0;
+    for (size_t i = 0; i < obs.ndevs; i++)
+        if (npd_hit(c, &obs.devs[i], &leaks) && !hits++)
+            first = &obs.devs[i];
+    if (!first) {
+        snprintf(line, sizeof line, "ok: %zu device%s, none %s", obs.ndevs,
+                 obs.ndevs == 1 ? "" : "s", npd_names[c]);
+    } else {
+        char cause[400], more[32] = "";
+        npd_cause(c, first, &leaks, cause, sizeof cause);
+        if (hits > 1)
+            snprintf(more, sizeof more, " (+%zu more)", hits - 1);
+        snprintf(line, sizeof line, "%s %lld %s%s: %s",
+                 first->vendor == HBM_VENDOR_ASCEND ? "NPU" : "GPU",
+                 (long long)hbm_device_user_id(first),
+                 c == NPD_LEAK ? "LEAK" : hbm_verdict_name(first->verdict), more, cause);
+    }
+    hbm_history_free(&leaks.hist);
+    hbm_obs_free(&obs);
+    npd_print(line);
+    return first ? PR_BAD : PR_OK;
 }
 
 typedef struct progress_opts {
@@ -252,11 +411,13 @@ int cmd_probe(int argc, char **argv)
     cli_common common;
     cli_common_init(&common);
     cli_limit max = {HBM_UNKNOWN, NAN};
-    double timeout = 2, deadline = 10;
+    double timeout = 2, deadline = -1;
     cli_devices devices = {{0}, 0};
     const char *url = NULL;
     bool no_devices = false;
     progress_opts po = {.stall = 60};
+    int npd = -1;
+    const char *history = "/run/hbmctl/npd-history.json";
     const cli_opt opts[] = {
         CLI_OPT(CLI_CALL, "max-mem", 0, "PCT|SIZE", &max,
                 "unhealthy when a checked device uses more (80%, 0.8, 60GiB)", .fn = cli_read_limit,
@@ -280,10 +441,18 @@ int cmd_probe(int argc, char **argv)
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout, "HTTP time limit (default 2s)",
                 .min = 1e-9, .why = "must be above 0"),
         CLI_OPT(CLI_DURATION, "deadline", 0, "DUR", &deadline,
-                "give up on everything after this (default 10s): exit 2", .min = 1e-9,
-                .why = "must be above 0"),
+                "give up on everything after this (default 10s, 4s with --npd):\nexit 2",
+                .min = 1e-9, .why = "must be above 0"),
         CLI_OPT(CLI_FLAG, "no-devices", 0, NULL, &no_devices,
                 "check only the URLs (no driver query)"),
+        CLI_OPT(CLI_ENUM, "npd", 0, "CHECK", &npd,
+                "node-problem-detector custom plugin: orphaned, unaccounted,\n"
+                "unhealthy or leaking devices; exit 0 OK, 1 NonOK, 2 Unknown,\n"
+                "one line of at most 80 characters (docs/kubernetes.md)",
+                .choices = npd_names),
+        CLI_OPT(CLI_STRING, "history", 0, "FILE", &history,
+                "memory history kept between --npd leaking runs\n"
+                "(default /run/hbmctl/npd-history.json)"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -305,10 +474,17 @@ int cmd_probe(int argc, char **argv)
         return PR_UNKNOWN;
     }
     po.timeout = timeout;
+    if (npd >= 0)
+        /* Well inside NPD's 5 s plugin timeout, so NPD hears Unknown, not a kill. */
+        deadline_msg = "unknown: deadline passed (the driver did not answer)\n";
+    if (deadline < 0)
+        deadline = npd >= 0 ? 4 : 10;
     struct sigaction sa = {0};
     sa.sa_handler = on_deadline;
     sigaction(SIGALRM, &sa, NULL);
     alarm((unsigned)ceil(deadline));
+    if (npd >= 0)
+        return npd_run(&common, (npd_check)npd, history);
 
     probe p = {.checks = json_array(), .worst = PR_OK};
     if (!no_devices)
@@ -319,21 +495,6 @@ int cmd_probe(int argc, char **argv)
         check_progress(&p, &po);
     alarm(0);
 
-    const char *word = p.worst == PR_OK ? "healthy" : p.worst == PR_BAD ? "unhealthy"
-                                                                      : "could not check";
-    const char *why = p.worst == PR_OK ? p.oks : p.first;
-    if (common.json) {
-        json_t *j = json_object();
-        json_object_set_new(j, "status", json_string(p.worst == PR_OK    ? "healthy"
-                                                     : p.worst == PR_BAD ? "unhealthy"
-                                                                        : "unknown"));
-        json_object_set_new(j, "exit", json_integer(p.worst));
-        json_object_set_new(j, "reason", json_string(why));
-        json_object_set_new(j, "checks", p.checks);
-        cli_json_out(j);
-    } else {
-        printf("hbmctl probe: %s: %s\n", word, why);
-        json_decref(p.checks);
-    }
+    report(&p, common.json);
     return p.worst;
 }

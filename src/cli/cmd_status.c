@@ -109,20 +109,20 @@ static void render(const hbm_obs *obs)
         nprocs += obs->devs[i].nprocs;
     if (nprocs) {
         /* The chip column only where chips exist (Ascend). */
-        printf("\n%-5s %-*s%-9s %-16s %12s %-13s %s\n", ascend ? "NPU" : "GPU", ascend ? 5 : 0,
-               ascend ? "CHIP" : "", "PID", "NAME", "MEMORY", "CONTAINER", "STATE");
+        printf("\n%-5s %-*s%-9s %-16s %12s %-28s %s\n", ascend ? "NPU" : "GPU", ascend ? 5 : 0,
+               ascend ? "CHIP" : "", "PID", "NAME", "MEMORY", "CONTAINER/POD", "STATE");
         for (size_t i = 0; i < obs->ndevs; i++) {
             const hbm_device *d = &obs->devs[i];
             for (size_t j = 0; j < d->nprocs; j++) {
                 const hbm_dproc *p = &d->procs[j];
-                char chip[16] = "";
+                char chip[16] = "", where[320];
                 if (ascend)
                     snprintf(chip, sizeof chip, "%-4s ", fmt_id(b, sizeof b, d->chip));
-                printf("%-5s %s%-9lld %-16.16s %12s %-13.13s %s\n",
+                printf("%-5s %s%-9lld %-16.16s %12s %-28.28s %s\n",
                        fmt_id(a, sizeof a, d->index), chip,
                        (long long)p->pid, p->name[0] ? p->name : "-",
                        cli_size(mem, sizeof mem, p->memory_bytes),
-                       p->container[0] ? p->container : "-", hbm_pid_state_name(p->state));
+                       cli_proc_where(where, sizeof where, p), hbm_pid_state_name(p->state));
             }
         }
     }

@@ -20,6 +20,7 @@
     X(probe, "health check for Kubernetes exec probes and scripts")                         \
     X(slurm, "Slurm prolog, epilog and health check: no job on or after a dirty device")    \
     X(exporter, "Prometheus metrics over HTTP")                                              \
+    X(fleet, "every node's devices, verdicts and holders from Prometheus")                  \
     X(explain, "read a failing server's log and say what happened and what to do")
 
 #define DECLARE(name, summary) extern int cmd_##name(int argc, char **argv) __attribute__((weak));
@@ -51,7 +52,8 @@ static void usage(FILE *f)
                "  0  done, nothing wrong\n"
                "  1  done, and the answer is no: doctor found problems, probe unhealthy, clean\n"
                "     could not finish, plan says vLLM will not start, pick found too few free\n"
-               "     devices, explain found failures, watch saw a leak, release: no such lease\n"
+               "     devices, explain found failures, watch saw a leak, release: no such lease,\n"
+               "     fleet found a dirty or stale node\n"
                "  2  could not look: bad usage, unreadable input (file:line named), no backend\n"
                "run: the child's status, 128+N when a signal N killed it; 125 hbmctl failed,\n"
                "     126 command not executable, 127 command not found (as docker run).\n");
@@ -76,7 +78,7 @@ static void version(void)
         printf("\n");
     }
 #ifndef HBM_HAVE_CURL
-    printf("without libcurl: run --health-url and probe --url are left out\n");
+    printf("without libcurl: run --health-url, probe --url and fleet are left out\n");
 #endif
 }
 

@@ -118,17 +118,17 @@ static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, in
              d->nprocs, d->procs_truncated ? ", list may be cut (npu-smi shows 8)" : "");
     attroff(A_BOLD);
     if (y < rows - 2)
-        mvprintw(y++, 0, "%8s  %-16s %11s  %-12s %-9s %s", "PID", "NAME", "MEMORY", "CONTAINER",
+        mvprintw(y++, 0, "%8s  %-16s %11s  %-28s %-9s %s", "PID", "NAME", "MEMORY", "CONTAINER/POD",
                  "STATE", "LEAK");
     if (d->nprocs == 0 && y < rows - 2)
         mvprintw(y++, 0, "  %s", d->procs_known ? "no process" : "the source lists no processes");
     for (size_t i = 0; i < d->nprocs && y < rows - 2; i++) {
         const hbm_dproc *p = &d->procs[i];
         const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), p->pid);
-        char line[512];
-        snprintf(line, sizeof line, "%8lld  %-16.16s %11s  %-12.12s %-9s %s", (long long)p->pid,
+        char line[512], where[320];
+        snprintf(line, sizeof line, "%8lld  %-16.16s %11s  %-28.28s %-9s %s", (long long)p->pid,
                  p->name[0] ? p->name : "-", cli_size(mem, sizeof mem, p->memory_bytes),
-                 p->container[0] ? p->container : "-", hbm_pid_state_name(p->state),
+                 cli_proc_where(where, sizeof where, p), hbm_pid_state_name(p->state),
                  s ? hbm_watch_describe(s, desc, sizeof desc) : "-");
         if (s && s->det.st.leak)
             attron(COLOR_PAIR(4) | A_BOLD);

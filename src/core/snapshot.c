@@ -351,6 +351,64 @@ static int get_fields(rd *r, const json_t *o, void *obj, const field *fs)
 
 /* ---- the members that are not one plain value ---- */
 
+/* "pod": {namespace, name, uid, container} of a process in Kubernetes, or null; a pod
+ * without both names is refused. */
+static json_t *pod_to_json(const hbm_pod *p)
+{
+    if (!p->name[0])
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "namespace", json_string(p->ns));
+    json_object_set_new(o, "name", json_string(p->name));
+    json_object_set_new(o, "uid", jstr_or_null(p->uid));
+    json_object_set_new(o, "container", jstr_or_null(p->container));
+    return o;
+}
+
+static int get_pod(rd *r, const json_t *o, hbm_pod *out)
+{
+    memset(out, 0, sizeof *out);
+    json_t *v = json_object_get(o, "pod");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_object(v))
+        return bad(r, "pod", "must be an object or null");
+    size_t base = strlen(r->path);
+    snprintf(r->path + base, sizeof r->path - base, "%spod", base ? "." : "");
+    int rc = get_str(r, v, "namespace", out->ns, sizeof out->ns) < 0 ||
+                     get_str(r, v, "name", out->name, sizeof out->name) < 0 ||
+                     get_str(r, v, "uid", out->uid, sizeof out->uid) < 0 ||
+                     get_str(r, v, "container", out->container, sizeof out->container) < 0
+                 ? -1
+                 : 0;
+    r->path[base] = '\0';
+    if (rc == 0 && (!out->ns[0] || !out->name[0]))
+        rc = bad(r, "pod", "needs namespace and name");
+    if (rc < 0)
+        memset(out, 0, sizeof *out);
+    return rc;
+}
+
+static json_t *put_dproc_pod(const void *obj)
+{
+    return pod_to_json(&((const hbm_dproc *)obj)->pod);
+}
+
+static int get_dproc_pod(rd *r, const json_t *o, void *obj)
+{
+    return get_pod(r, o, &((hbm_dproc *)obj)->pod);
+}
+
+static json_t *put_hproc_pod(const void *obj)
+{
+    return pod_to_json(&((const hbm_hproc *)obj)->pod);
+}
+
+static int get_hproc_pod(rd *r, const json_t *o, void *obj)
+{
+    return get_pod(r, o, &((hbm_hproc *)obj)->pod);
+}
+
 static json_t *put_pid_state(const void *obj)
 {
     return json_string(hbm_pid_state_name(((const hbm_dproc *)obj)->state));
@@ -471,6 +529,7 @@ static const field proc_fields[] = {
     FLD(hbm_dproc, "name", F_STR, name),
     FLD(hbm_dproc, "memory_bytes", F_I64, memory_bytes),
     FLD(hbm_dproc, "container", F_STR, container),
+    CUSTOM("pod", put_dproc_pod, get_dproc_pod),
     FLD(hbm_dproc, "pid_in_container", F_I64, pid_in_container),
     CUSTOM("state", put_pid_state, get_pid_state),
     FLD(hbm_dproc, "state_why", F_STR, state_why),
@@ -521,6 +580,7 @@ static const field hproc_fields[] = {
     FLD(hbm_hproc, "container_id", F_STR, container_id),
     FLD(hbm_hproc, "runtime", F_STR, runtime),
     FLD(hbm_hproc, "pod_uid", F_STR, pod_uid),
+    CUSTOM("pod", put_hproc_pod, get_hproc_pod),
     FLD(hbm_hproc, "cgroup_gone", F_BOOL, cgroup_gone),
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),

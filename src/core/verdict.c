@@ -80,6 +80,8 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->name, sizeof p->name, "%s", hp->comm);
     if (!p->container[0] && hp->container_id[0])
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    if (!p->pod.name[0] && hp->pod.name[0])
+        p->pod = hp->pod;
     if (hp->state == 'Z' && hp->zombie_live_threads > 0) {
         /* The leader exited but its threads run on (pthread_exit in main): alive. */
         p->state = HBM_PID_LIVE;

@@ -57,6 +57,16 @@ static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_h
             json_object_set_new(e, "wchan", json_string(hp->wchan));
         if (hp->container_id[0])
             json_object_set_new(e, "container", json_string(hp->container_id));
+        const hbm_pod *pod = p->pod.name[0] ? &p->pod : &hp->pod;
+        if (pod->name[0]) {
+            json_t *po = json_object();
+            json_object_set_new(po, "namespace", json_string(pod->ns));
+            json_object_set_new(po, "name", json_string(pod->name));
+            json_object_set_new(po, "uid", pod->uid[0] ? json_string(pod->uid) : json_null());
+            json_object_set_new(po, "container",
+                                pod->container[0] ? json_string(pod->container) : json_null());
+            json_object_set_new(e, "pod", po);
+        }
         json_object_set_new(e, "cgroup_gone", json_boolean(hp->cgroup_gone));
         if (hp->cmdline && hp->cmdline[0])
             json_object_set_new(e, "cmdline", json_string(hp->cmdline));
@@ -105,6 +115,15 @@ static void zombie_remedy(hbm_finding *x, const hbm_obs *obs, const hbm_dproc *p
     }
 }
 
+/* " of pod NAMESPACE/NAME" when the process runs in a Kubernetes pod, else "". */
+static const char *pod_of(const hbm_pod *pod, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (pod->name[0])
+        snprintf(buf, n, " of pod %s/%s", pod->ns, pod->name);
+    return buf;
+}
+
 static json_t *parent_evidence(const hbm_obs *obs, const hbm_hproc *hp, double now)
 {
     const hbm_hproc *pp = doc_find_proc(obs, hp->ppid);
@@ -126,7 +145,7 @@ static json_t *parent_evidence(const hbm_obs *obs, const hbm_hproc *hp, double n
 static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
                             hbm_findings *out)
 {
-    char label[96], sz[32], reset[96];
+    char label[96], sz[32], reset[96], pod[340];
     dev_label(d, label, sizeof label);
     reset_command(d, reset, sizeof reset);
     int64_t uid = hbm_device_user_id(d);
@@ -138,8 +157,9 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
         hbm_finding *x = NULL;
         if (p->state == HBM_PID_ABANDONED) {
             x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, uid,
-                        "pid %lld (%s) holds %s on %s and the process that started it is gone",
-                        (long long)p->pid, name, sz, label);
+                        "pid %lld (%s)%s holds %s on %s and the process that started it is "
+                        "gone", (long long)p->pid, name, pod_of(&p->pod, pod, sizeof pod), sz,
+                        label);
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns the memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");
@@ -193,7 +213,7 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
         hbm_dproc p = {.pid = hp->pid, .memory_bytes = HBM_UNKNOWN,
                        .pid_in_container = HBM_UNKNOWN};
         snprintf(p.name, sizeof p.name, "%s", hp->comm);
-        char files[160] = "";
+        char files[160] = "", pod[340];
         for (size_t k = 0, pos = 0; k < hp->ndev_paths && pos < sizeof files; k++)
             pos += (size_t)snprintf(files + pos, sizeof files - pos, "%s%s", k ? ", " : "",
                                     hp->dev_paths[k]);
@@ -213,8 +233,9 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
                      hp->cgroup_gone ? "its container's cgroup is gone and its parent is init"
                                      : "a server's worker whose server has exited (ppid 1)");
             x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, HBM_UNKNOWN,
-                        "pid %d (%s) holds %s and the process that started it is gone "
-                        "(device memory unknown: no device source)", hp->pid, hp->comm, files);
+                        "pid %d (%s)%s holds %s and the process that started it is gone "
+                        "(device memory unknown: no device source)", hp->pid, hp->comm,
+                        pod_of(&hp->pod, pod, sizeof pod), files);
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns its memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");

@@ -70,9 +70,39 @@ int hbm_export_parse_listen(const char *listen, void *ss_out, unsigned *len, boo
 
 struct hbm_export_server {
     struct MHD_Daemon *daemon;
-    hbm_exporter *ex; /* borrowed */
+    hbm_exporter *ex;         /* borrowed */
+    const hbm_webconfig *web; /* borrowed; NULL = no TLS, no auth */
     int port;
 };
+
+/* Basic auth against the web config's users; true when none are configured. */
+static bool authorized(const hbm_export_server *s, struct MHD_Connection *c)
+{
+    if (!s->web || s->web->nusers == 0)
+        return true;
+    char *pass = NULL;
+    char *user = MHD_basic_auth_get_username_password(c, &pass);
+    bool ok = user && pass && hbm_webconfig_check(s->web, user, pass);
+    if (pass) {
+        explicit_bzero(pass, strlen(pass));
+        MHD_free(pass);
+    }
+    if (user)
+        MHD_free(user);
+    return ok;
+}
+
+static enum MHD_Result unauthorized(struct MHD_Connection *c)
+{
+    static const char msg[] = "401 Unauthorized\n";
+    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg,
+                                                             MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ret = MHD_queue_basic_auth_fail_response(c, "hbmctl", r);
+    MHD_destroy_response(r);
+    return ret;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype,
                              char *body, size_t len)
@@ -116,6 +146,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
+    if (!authorized(s, c))
+        return unauthorized(c);
     if (strcmp(url, "/metrics") == 0) {
         size_t len;
         char *body = hbm_exporter_metrics(s->ex, &len);
@@ -162,9 +194,14 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     unsigned maxc = fit_to_rlimit(opts->max_connections ? opts->max_connections
                                                         : DEFAULT_MAX_CONNECTIONS);
     unsigned timeout = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+    const hbm_webconfig *web = opts->web;
+    bool tls = web && web->cert_pem;
+    if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return hbm_err_set(err, "this libmicrohttpd was built without TLS");
     hbm_export_server *s = hbm_xcalloc(1, sizeof *s);
     s->ex = ex;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    s->web = web;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0);
     /* Two epoll threads: while one waits for the driver, the other serves the previous
      * exposition. */
     if (v6)
@@ -176,7 +213,9 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_THREAD_POOL_SIZE, 2U,
         MHD_OPTION_EXTERNAL_LOGGER, quiet_log, NULL,
-        MHD_OPTION_END);
+        /* With TLS off the certificate options end the list early. */
+        tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls ? web->cert_pem : NULL,
+        MHD_OPTION_HTTPS_MEM_KEY, tls ? web->key_pem : NULL, MHD_OPTION_END);
     if (!s->daemon) {
         int e = errno;
         free(s);

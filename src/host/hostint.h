@@ -5,6 +5,7 @@
 #define HBM_HOST_INT_H
 
 #include <stdbool.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -18,6 +19,8 @@ ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap);
 char *hbm_hio_slurp(int dirfd, const char *name, size_t max, size_t *len);
 /* Opens "<root><path>" (path starts with '/'). */
 int hbm_hio_open(const char *root, const char *path, int flags);
+/* Opens directory name under dirfd for readdir; NULL when it cannot. */
+DIR *hbm_hio_opendir(int dirfd, const char *name);
 /* A link target: readlinkat, or for fixture trees that store links as regular files, the
  * file's first line. Returns the length (NUL-terminated in buf) or -1. */
 ssize_t hbm_hio_link(int dirfd, const char *name, char *buf, size_t cap, bool *real_link);

@@ -11,6 +11,15 @@
 #include "hbm/util.h"
 #include "host/hostint.h"
 
+DIR *hbm_hio_opendir(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0)
+        close(fd);
+    return d;
+}
+
 ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);

@@ -291,20 +291,22 @@ int hbm_progress_fetch(const char *url, double timeout_s, hbm_progress *sample,
     hbm_progress_init(sample);
     char safe[512];
     hbm_progress_url_safe(url, safe, sizeof safe);
-    hbm_http_body body;
+    hbm_http_opts ho = {.timeout_s = timeout_s, .user_agent = "hbmctl/" HBM_VERSION,
+                        .max_body = MAX_PAGE};
+    char *body = NULL;
+    size_t len = 0;
     hbm_err e2 = {{0}};
-    if (hbm_http_fetch(url, timeout_s, "hbmctl/" HBM_VERSION, MAX_PAGE, &body, res, &e2) < 0) {
-        free(body.data);
+    if (hbm_http_fetch(url, &ho, res, &body, &len, &e2) < 0) {
         /* the client's message names the URL as given: say it without credentials */
         const char *why = strstr(e2.msg, ": ");
         return hbm_err_set(err, "%s%s", safe, why ? why : ": request failed");
     }
     if (res->status < 200 || res->status > 299) {
-        free(body.data);
+        free(body);
         return hbm_err_set(err, "%s: HTTP %ld", safe, res->status);
     }
-    int rc = hbm_progress_read(body.data ? body.data : "", body.len, safe, sample, err);
-    free(body.data);
+    int rc = hbm_progress_read(body ? body : "", len, safe, sample, err);
+    free(body);
     return rc;
 }
 

@@ -151,3 +151,30 @@ cgroup2_writable() {
     echo "$dir is not writable"
     return 1
 }
+
+# orphan_in_pod: an orphaned vLLM worker (doc_proc orphan, in $orphan) seen under the root
+# $tmp/root as a process of pod ml/vllm-0 (uid in $pod_uid) whose container is gone: only the
+# kubelet's pod log directory names it. Exits 77 where a subreaper adopts orphans.
+orphan_in_pod() {
+    orphan=$("$HBM_BUILD/doc_proc" orphan)
+    pids+=("$orphan")
+    if [ "$(sed 's/.*) //' "/proc/$orphan/stat" | cut -d' ' -f2)" != 1 ]; then
+        echo "SKIP: orphans are adopted by a subreaper here, not by init"
+        exit 77
+    fi
+    pod_uid=3c7f5d84-b061-4e9d-8f40-5b0c1d2e3f44
+    make_root "$tmp/root" yes
+    pod_proc "$tmp/root" "$orphan" "$pod_uid"
+    mkdir -p "$tmp/root/var/log/pods/ml_vllm-0_$pod_uid/vllm"
+}
+
+# pod_proc ROOT PID UID: in a root from make_root, PID's /proc entry shows a container of the
+# Kubernetes pod UID (cgroup kubepods/burstable/pod<UID>/<id>), everything else as the kernel
+# has it. The caller adds the runtime state or /var/log/pods entry that names the pod.
+pod_proc() {
+    rm "$1/proc/$2" && mkdir "$1/proc/$2"
+    local f
+    for f in /proc/"$2"/*; do ln -s "$f" "$1/proc/$2/"; done
+    rm "$1/proc/$2/cgroup"
+    echo "0::/kubepods/burstable/pod$3/$(printf '4d%.0s' $(seq 32))" >"$1/proc/$2/cgroup"
+}

@@ -8,6 +8,7 @@
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
+. "$HBM_SRC/tests/e2e/lib/prometheus.bash"
 
 fake_nvml
 export HBMCTL_LEASE_DIR="$tmp/leases"
@@ -27,9 +28,6 @@ scenario() { # used-GiB-of-gpu0
   "compute": []}]}
 EOF
     mv "$tmp/scenario.tmp" "$tmp/scenario.json"
-}
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 private_kib() { # Private_* of smaps_rollup: what the process alone costs
     awk '/^Private_/ {s += $2} END {print s}' "/proc/$1/smaps_rollup"
@@ -111,7 +109,6 @@ check "no driver: /healthz says why" grep -q "last observation failed" <(curl -s
 kill "$failx"
 
 # --- a real Prometheus scrapes it ------------------------------------------------------------
-pport=$(free_port)
 cat >"$tmp/prometheus.yml" <<EOF
 global:
   scrape_interval: 1s
@@ -122,24 +119,9 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:$port"]
 EOF
-prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-    --web.listen-address="127.0.0.1:$pport" >"$tmp/prometheus.log" 2>&1 &
-pids+=($!)
-prom=$!
-query() { # PROMQL -> the first sample's value, or empty
-    curl -s --get "http://127.0.0.1:$pport/api/v1/query" --data-urlencode "query=$1" |
-        jq -r '.data.result[0].value[1] // empty' 2>/dev/null
-}
-wait_value() { # PROMQL WANT: up to 90 s
-    local v=""
-    for _ in $(seq 180); do
-        v=$(query "$1")
-        [ "$v" = "$2" ] && return 0
-        sleep 0.5
-    done
-    echo "  $1 = '$v', want $2" >&2
-    return 1
-}
+prom_start "$tmp/prometheus.yml"
+query() { prom_query "$@"; }
+wait_value() { prom_wait "$@"; }
 check "Prometheus scrapes the exporter (up == 1)" wait_value 'up{job="hbmctl"}' 1
 check "PromQL: device 0 memory as the driver reports it" \
     wait_value 'hbmctl_device_memory_used_bytes{device="0"}' $((21 * GIB))

@@ -1,0 +1,26 @@
+/* Prometheus /api/v1/query answers on arbitrary bytes, and the fleet view built from them. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hbm/fleet.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    hbm_fleet_prom_vec v;
+    hbm_err err;
+    if (hbm_fleet_prom_parse((const char *)data, size, "fuzz", &v, &err) < 0)
+        return 0;
+    /* The same answer for every query: labels the builder does not expect included. */
+    hbm_fleet_prom_vec ans[HBM_FQ_COUNT];
+    for (int q = 0; q < HBM_FQ_COUNT; q++)
+        ans[q] = v;
+    hbm_fleet f;
+    memset(&f, 0, sizeof f);
+    hbm_fleet_build(&f, ans);
+    json_decref(hbm_fleet_json(&f));
+    hbm_fleet_dirty(&f);
+    hbm_fleet_free(&f);
+    hbm_fleet_prom_vec_free(&v);
+    return 0;
+}

@@ -1,0 +1,122 @@
+/* The fleet view: every node's devices, verdicts, holders (with their pods), leak state and
+ * findings, from the hbmctl metrics a Prometheus server already scrapes (docs/fleet.md).
+ * Nothing is collected from the nodes themselves: a node Prometheus cannot scrape is listed
+ * as stale with what Prometheus last knew of it, never dropped. */
+#ifndef HBM_FLEET_H
+#define HBM_FLEET_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hbm/err.h"
+
+/* One sample of an instant vector: its labels (owned JSON object) and value. */
+typedef struct hbm_fleet_prom_sample {
+    json_t *metric;
+    double value;
+} hbm_fleet_prom_sample;
+
+typedef struct hbm_fleet_prom_vec {
+    hbm_fleet_prom_sample *s; /* owned */
+    size_t n;
+} hbm_fleet_prom_vec;
+
+/* Parses an answer of Prometheus's /api/v1/query holding an instant vector. An error answer
+ * ("status": "error") or anything else than a vector is -1 with a message; what names the
+ * query for messages. */
+int hbm_fleet_prom_parse(const char *buf, size_t len, const char *what, hbm_fleet_prom_vec *out,
+                   hbm_err *err);
+void hbm_fleet_prom_vec_free(hbm_fleet_prom_vec *v);
+/* A label's value, "" when absent. */
+const char *hbm_fleet_prom_label(const hbm_fleet_prom_sample *s, const char *name);
+
+typedef struct hbm_fleet_proc {
+    int64_t pid;
+    char name[64];
+    int64_t memory_bytes;
+    char ns[64], pod[256], container[64]; /* pod[0] == '\0': not in a pod */
+    int leak;                             /* 1, 0, -1 unknown */
+} hbm_fleet_proc;
+
+typedef struct hbm_fleet_dev {
+    char index[32]; /* the exporter's device label (logic id on Ascend, index on NVIDIA) */
+    char name[64];
+    char verdict[16]; /* "" unknown */
+    int64_t memory_used_bytes, memory_total_bytes; /* HBM_UNKNOWN */
+    int leak;                                      /* 1, 0, -1 unknown */
+    hbm_fleet_proc *procs;
+    size_t nprocs;
+} hbm_fleet_dev;
+
+typedef struct hbm_fleet_finding {
+    char id[64];
+    char severity[16];
+    char device[32]; /* "" for a host finding */
+    int64_t count;
+} hbm_fleet_finding;
+
+typedef struct hbm_fleet_node {
+    char instance[256];
+    char job[128];
+    char hostname[128];  /* "" unknown */
+    bool stale;          /* its last scrape failed */
+    hbm_fleet_dev *devs;
+    size_t ndevs;
+    hbm_fleet_finding *findings;
+    size_t nfindings;
+} hbm_fleet_node;
+
+typedef struct hbm_fleet {
+    char prometheus[512]; /* the server's URL, credentials left out */
+    double at;            /* evaluation time, unix seconds */
+    hbm_fleet_node *nodes;
+    size_t nnodes;
+} hbm_fleet;
+
+/* The queries, in the order hbm_fleet_build takes their answers. */
+enum {
+    HBM_FQ_UP,       /* the scrape targets of jobs that export hbmctl metrics */
+    HBM_FQ_SOURCE,   /* hostnames, also of stale nodes (their last hour) */
+    HBM_FQ_VERDICT,
+    HBM_FQ_USED,
+    HBM_FQ_TOTAL,
+    HBM_FQ_DEV_LEAK,
+    HBM_FQ_PROC_MEM,
+    HBM_FQ_PROC_LEAK,
+    HBM_FQ_FINDINGS,
+    HBM_FQ_COUNT
+};
+/* The PromQL of query q narrowed by selector (label matchers without braces, "" none). */
+void hbm_fleet_query(int q, const char *selector, char *buf, size_t n);
+
+typedef struct hbm_fleet_opts {
+    const char *url;          /* Prometheus base URL */
+    const char *selector;     /* label matchers, e.g. pool="a100"; NULL none */
+    const char *bearer_token; /* NULL none */
+    const char *username, *password;
+    const char *ca_file;
+    double timeout_s;
+} hbm_fleet_opts;
+
+/* One instant query of Prometheus at base (its URL) at time at. */
+int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql, double at,
+                   hbm_fleet_prom_vec *out, hbm_err *err);
+/* Runs every query and builds the view. -1 when Prometheus cannot be reached or an answer
+ * cannot be read. */
+int hbm_fleet_fetch(const hbm_fleet_opts *o, hbm_fleet *out, hbm_err *err);
+/* Builds the view from the answers of the HBM_FQ_* queries (ans[HBM_FQ_COUNT]). */
+void hbm_fleet_build(hbm_fleet *f, const hbm_fleet_prom_vec *ans);
+void hbm_fleet_free(hbm_fleet *f);
+
+/* Severity rank of a node, worst first in the view: UNHEALTHY 5, ORPHANED 4, stale 3,
+ * UNACCOUNTED 2, BUSY 1, FREE 0. */
+int hbm_fleet_node_rank(const hbm_fleet_node *n);
+/* True when a device is ORPHANED, UNACCOUNTED or UNHEALTHY, a finding is critical, or a
+ * node is stale: what makes `hbmctl fleet` exit 1. */
+bool hbm_fleet_dirty(const hbm_fleet *f);
+/* The --json document (docs/fleet.md). */
+json_t *hbm_fleet_json(const hbm_fleet *f);
+
+#endif

@@ -1,0 +1,174 @@
+/* hbmctl fleet: every node's devices, verdicts, holders and findings from the hbmctl metrics
+ * a Prometheus server scrapes (docs/fleet.md). Exit 0 all clean, 1 a dirty or stale node,
+ * 2 Prometheus unreachable or its answer unreadable. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "hbm/fleet.h"
+
+static const char about[] =
+    "The whole fleet in one view from the hbmctl metrics Prometheus scrapes: one row\n"
+    "per node and device (verdict, memory, leak), the holders with their pods, the\n"
+    "findings per node, worst first. A node whose last scrape failed is listed as\n"
+    "stale. Scrape the exporters with honor_labels: true (docs/kubernetes.md).\n";
+
+/* A secret from a file, trailing newline cut; NULL with a message when unreadable. */
+static char *read_secret(const char *opt, const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        cli_errorf("%s %s: %s", opt, path, strerror(errno));
+        return NULL;
+    }
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    if (!n) {
+        cli_errorf("%s %s: empty", opt, path);
+        return NULL;
+    }
+    return hbm_xstrdup(buf);
+}
+
+static hbm_verdict verdict_of(const char *name)
+{
+    for (hbm_verdict v = HBM_VERDICT_FREE; v <= HBM_VERDICT_UNHEALTHY; v++)
+        if (!strcmp(hbm_verdict_name(v), name))
+            return v;
+    return HBM_VERDICT_NONE;
+}
+
+/* The hostname, unless another node has it too (or it is unknown): then the instance. */
+static const char *node_name(const hbm_fleet *f, const hbm_fleet_node *n)
+{
+    for (size_t i = 0; n->hostname[0] && i < f->nnodes; i++)
+        if (&f->nodes[i] != n && !strcmp(f->nodes[i].hostname, n->hostname))
+            return n->instance;
+    return n->hostname[0] ? n->hostname : n->instance;
+}
+
+static void print_dev(const char *node, const hbm_fleet_dev *d, bool first)
+{
+    char used[32], total[32], mem[72], where[400];
+    snprintf(mem, sizeof mem, "%s / %s", cli_size(used, sizeof used, d->memory_used_bytes),
+             cli_size(total, sizeof total, d->memory_total_bytes));
+    const char *vc = cli_color(stdout) ? cli_verdict_color(verdict_of(d->verdict)) : "";
+    printf("%-24.24s %-6.6s %-16.16s %s%-11s%s %21s %s\n", first ? node : "", d->index,
+           d->name[0] ? d->name : "-", vc, d->verdict[0] ? d->verdict : "-",
+           vc[0] ? CLI_RESET : "", mem, d->leak < 0 ? "-" : d->leak ? "LEAK" : "no");
+    for (size_t k = 0; k < d->nprocs; k++) {
+        const hbm_fleet_proc *p = &d->procs[k];
+        if (p->pod[0])
+            snprintf(where, sizeof where, "%s/%s%s%s", p->ns, p->pod, p->container[0] ? " " : "",
+                     p->container);
+        else
+            snprintf(where, sizeof where, "-");
+        printf("%-24s   pid %-9lld %-16.16s %11s  %.40s%s\n", "", (long long)p->pid,
+               p->name[0] ? p->name : "-", cli_size(used, sizeof used, p->memory_bytes), where,
+               p->leak > 0 ? "  LEAK" : "");
+    }
+}
+
+static void print_text(const hbm_fleet *f)
+{
+    size_t stale = 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        stale += f->nodes[i].stale;
+    char when[32];
+    time_t t = (time_t)f->at;
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    printf("%s at %s: %zu node%s, %zu stale\n\n", f->prometheus, when, f->nnodes,
+           f->nnodes == 1 ? "" : "s", stale);
+    printf("%-24s %-6s %-16s %-11s %21s %s\n", "NODE", "DEVICE", "NAME", "VERDICT",
+           "MEMORY USED / TOTAL", "LEAK");
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const hbm_fleet_node *n = &f->nodes[i];
+        const char *name = node_name(f, n);
+        if (n->stale)
+            printf("%-24.24s stale: its last scrape failed (%s)\n", name, n->instance);
+        else if (n->ndevs == 0)
+            printf("%-24.24s no device reported\n", name);
+        for (size_t k = 0; k < n->ndevs; k++)
+            print_dev(name, &n->devs[k], k == 0);
+        for (size_t k = 0; k < n->nfindings; k++) {
+            const hbm_fleet_finding *x = &n->findings[k];
+            printf("%-24s   %-8s %s%s%s%s x%lld\n", "", x->severity, x->id,
+                   x->device[0] ? " (device " : "", x->device, x->device[0] ? ")" : "",
+                   (long long)x->count);
+        }
+    }
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+    cli_common common;
+    cli_common_init(&common);
+    hbm_fleet_opts o = {.timeout_s = 10};
+    const char *token_file = NULL, *password_file = NULL;
+    const cli_opt opts[] = {
+        CLI_OPT(CLI_STRING, "prometheus", 0, "URL", &o.url,
+                "the server, e.g. http://prometheus:9090"),
+        CLI_OPT(CLI_STRING, "selector", 0, "MATCHERS", &o.selector,
+                "narrow by label, PromQL matchers without braces:\n"
+                "'pool=\"a100\"', 'job=\"hbmctl\",zone=~\"eu.*\"'"),
+        CLI_OPT(CLI_STRING, "bearer-token-file", 0, "FILE", &token_file,
+                "send the token in FILE (Authorization: Bearer)"),
+        CLI_OPT(CLI_STRING, "user", 0, "NAME", &o.username,
+                "basic auth user; the password from --password-file"),
+        CLI_OPT(CLI_STRING, "password-file", 0, "FILE", &password_file, "basic auth password"),
+        CLI_OPT(CLI_STRING, "ca-file", 0, "FILE", &o.ca_file,
+                "CA bundle that signed the server's certificate"),
+        CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &o.timeout_s,
+                "time limit per query (default 10s)", .min = 1e-9, .why = "must be > 0"),
+        CLI_GROUPS_HERE,
+        CLI_OPTS_END,
+    };
+    const cli_spec spec = {
+        .cmd = "fleet", .usage = "--prometheus URL [--selector MATCHERS] [OPTIONS]",
+        .about = about, .opts = opts, .groups = CLI_G_JSON, .common = &common,
+        .json_help = "{prometheus, at, nodes: [{instance, hostname, stale,\n"
+                     "devices: [...], findings: [...]}]} (docs/fleet.md)",
+        .exits = "exit: 0 every node clean, 1 a device ORPHANED, UNACCOUNTED or UNHEALTHY, a\n"
+                 "      critical finding, or a stale node; 2 Prometheus unreachable, its answer\n"
+                 "      unreadable, or bad usage\n",
+    };
+    int rc = cli_parse_options(&spec, argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (!o.url)
+        return cli_bad_value(&spec, "prometheus", "", "fleet needs --prometheus URL");
+    if (!o.username != !password_file || (token_file && o.username))
+        return cli_bad_value(&spec, o.username ? "user" : "password-file",
+                             o.username ? o.username : password_file,
+                             "--user and --password-file go together, without "
+                             "--bearer-token-file");
+    char *token = token_file ? read_secret("--bearer-token-file", token_file) : NULL;
+    char *password = password_file ? read_secret("--password-file", password_file) : NULL;
+    if ((token_file && !token) || (password_file && !password))
+        return CLI_EXIT_ERROR;
+    o.bearer_token = token;
+    o.password = password;
+    hbm_fleet f;
+    hbm_err err = {{0}};
+    rc = hbm_fleet_fetch(&o, &f, &err);
+    free(token);
+    free(password);
+    if (rc < 0) {
+        cli_errorf("%s", err.msg);
+        return CLI_EXIT_ERROR;
+    }
+    bool dirty = hbm_fleet_dirty(&f);
+    if (common.json)
+        cli_json_out(hbm_fleet_json(&f));
+    else
+        print_text(&f);
+    hbm_fleet_free(&f);
+    return dirty ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+}

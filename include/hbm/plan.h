@@ -199,6 +199,9 @@ typedef struct hbm_plan_input {
     const int64_t *device_ids;
     size_t ndevice_ids;
     const char *visible_devices;
+    /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
+     * NULL when whole) */
+    const char *live_partial;
 } hbm_plan_input;
 
 /* Every field unset. */

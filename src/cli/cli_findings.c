@@ -86,8 +86,13 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)
     cli_print_skipped(f, "", obs);
     cli_print_partial(f, "", obs);
     cli_wrap(f, "", 0, verdict);
-    if (obs->backend[0] || obs->source[0])
-        fprintf(f, "(source: %s%s%s)\n", obs->backend, obs->source[0] ? " " : "", obs->source);
+    if (obs->backend[0] || obs->source[0]) {
+        char *head = hbm_xasprintf("(source: %s%s", obs->backend, obs->source[0] ? " " : "");
+        char *path = hbm_xasprintf("%s)", obs->source);
+        cli_print_path(f, head, path, "");
+        free(head);
+        free(path);
+    }
     if (!fs->n)
         return;
     fprintf(f, "\n%-9s %-28s %-7s %s\n", "SEVERITY", "FINDING", "DEVICE", "SUMMARY");

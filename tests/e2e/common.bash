@@ -151,3 +151,10 @@ cgroup2_writable() {
     echo "$dir is not writable"
     return 1
 }
+
+# fits_width FILE: every line within 100 columns, except a line that is one word (a long
+# path stands whole on its own line), so the check holds wherever the checkout lies.
+fits_width() {
+    awk 'length($0) > 100 { w = $0; sub(/^ +/, "", w); if (w ~ / /) { print; bad = 1 } }
+         END { exit bad }' "$1"
+}

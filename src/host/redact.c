@@ -43,21 +43,6 @@ bool hbm_redact_secret_name(const char *name, size_t len)
     return false;
 }
 
-typedef struct outbuf {
-    char *p;
-    size_t n, cap;
-} outbuf;
-
-static void put(outbuf *o, const char *s, size_t n)
-{
-    if (o->n + n + 1 > o->cap) {
-        o->cap = (o->n + n + 1) * 2;
-        o->p = hbm_xrealloc(o->p, o->cap);
-    }
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-    o->p[o->n] = '\0';
-}
 
 /* An environment-style NAME=value word: NAME is [A-Za-z_][A-Za-z0-9_]*. */
 static size_t env_name_len(const char *w, size_t n)
@@ -71,13 +56,13 @@ static size_t env_name_len(const char *w, size_t n)
 }
 
 /* Copies w with the userinfo of every URL ("scheme://user:pass@host") replaced. */
-static void put_urls(outbuf *o, const char *w, size_t n)
+static void put_urls(hbm_strbuf *o, const char *w, size_t n)
 {
     size_t i = 0;
     while (i < n) {
         const char *sep = memmem(w + i, n - i, "://", 3);
         if (!sep) {
-            put(o, w + i, n - i);
+            hbm_strbuf_add(o, w + i, n - i);
             return;
         }
         size_t auth = (size_t)(sep - w) + 3, end = auth, at = 0;
@@ -87,23 +72,23 @@ static void put_urls(outbuf *o, const char *w, size_t n)
             end++;
         }
         if (at > auth) {
-            put(o, w + i, auth - i);
-            put(o, HBM_REDACTED, strlen(HBM_REDACTED));
+            hbm_strbuf_add(o, w + i, auth - i);
+            hbm_strbuf_add(o, HBM_REDACTED, strlen(HBM_REDACTED));
             i = at;
         } else {
-            put(o, w + i, auth - i);
+            hbm_strbuf_add(o, w + i, auth - i);
             i = auth;
         }
     }
 }
 
 /* One word; *next says the previous word was a credential option whose value is this one. */
-static void put_word(outbuf *o, const char *w, size_t n, bool *next)
+static void put_word(hbm_strbuf *o, const char *w, size_t n, bool *next)
 {
     bool was_next = *next;
     *next = false;
     if (was_next && !(n > 1 && w[0] == '-')) {
-        put(o, HBM_REDACTED, strlen(HBM_REDACTED));
+        hbm_strbuf_add(o, HBM_REDACTED, strlen(HBM_REDACTED));
         return;
     }
     size_t prefix = 0;
@@ -112,11 +97,11 @@ static void put_word(outbuf *o, const char *w, size_t n, bool *next)
         if (hbm_redact_secret_name(w, n)) {
             if (!eq) {
                 *next = true;
-                put(o, w, n);
+                hbm_strbuf_add(o, w, n);
                 return;
             }
-            put(o, w, (size_t)(eq - w) + 1);
-            put(o, HBM_REDACTED, strlen(HBM_REDACTED));
+            hbm_strbuf_add(o, w, (size_t)(eq - w) + 1);
+            hbm_strbuf_add(o, HBM_REDACTED, strlen(HBM_REDACTED));
             return;
         }
         if (eq) /* --env=HF_TOKEN=V: the value is itself a NAME=value word */
@@ -124,8 +109,8 @@ static void put_word(outbuf *o, const char *w, size_t n, bool *next)
     }
     size_t en = env_name_len(w + prefix, n - prefix);
     if (en && hbm_redact_secret_name(w + prefix, en)) {
-        put(o, w, prefix + en + 1);
-        put(o, HBM_REDACTED, strlen(HBM_REDACTED));
+        hbm_strbuf_add(o, w, prefix + en + 1);
+        hbm_strbuf_add(o, HBM_REDACTED, strlen(HBM_REDACTED));
         return;
     }
     put_urls(o, w, n);
@@ -133,7 +118,7 @@ static void put_word(outbuf *o, const char *w, size_t n, bool *next)
 
 char *hbm_redact_words(const char *buf, size_t len, char sep)
 {
-    outbuf o = {hbm_xmalloc(len + 1), 0, len + 1};
+    hbm_strbuf o = {hbm_xmalloc(len + 1), 0, len + 1};
     o.p[0] = '\0';
     bool next = false;
     size_t start = 0;
@@ -141,7 +126,7 @@ char *hbm_redact_words(const char *buf, size_t len, char sep)
         if (i < len && buf[i] != sep)
             continue;
         if (start)
-            put(&o, " ", 1);
+            hbm_strbuf_add(&o, " ", 1);
         put_word(&o, buf + start, i - start, &next);
         start = i + 1;
     }

@@ -116,7 +116,7 @@ typedef struct hbm_obs {
     hbm_link *topo;
 
     bool partial;          /* the source was a fragment: read as far as it went */
-    char partial_why[256];
+    char partial_why[512];
 
     bool has_host; /* host facts present (live scan or snapshot with host) */
     hbm_host host;

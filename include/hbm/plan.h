@@ -202,6 +202,9 @@ typedef struct hbm_plan_input {
     /* planning backwards (hbm_plan_serve): serve this many concurrent requests of
      * max_model_len tokens; HBM_UNKNOWN when not asked */
     int64_t serve_requests;
+    /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
+     * NULL when whole) */
+    const char *live_partial;
 } hbm_plan_input;
 
 /* Every field unset. */

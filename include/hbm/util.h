@@ -27,6 +27,13 @@ char *hbm_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Grows *arr (of *cap elements of size elem) so that index n is valid. */
 void hbm_grow(void **arr, size_t *cap, size_t n, size_t elem);
 
+/* A growing string: p is always NUL-terminated once something was added (owned). */
+typedef struct hbm_strbuf {
+    char *p;
+    size_t n, cap;
+} hbm_strbuf;
+void hbm_strbuf_add(hbm_strbuf *b, const char *s, size_t n);
+
 /* "64GiB", "36.75 GiB", "512MiB", "1.5G", "4096" (bytes), "80000MB" (MB = MiB, as
  * npu-smi and nvidia-smi mean it). Returns -1 with a message on anything else. */
 int hbm_parse_size(const char *s, int64_t *bytes, hbm_err *err);

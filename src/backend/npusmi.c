@@ -461,6 +461,47 @@ typedef struct info_state {
     hbm_device *cur;
 } info_state;
 
+/* A paste that ends inside a row (chats and issues cut long tables): every device whose rows
+ * are complete is kept, the one being read is dropped, and the observation says where and
+ * why it stops. */
+static void cut_here(reader *r, info_state *st)
+{
+    hbm_obs *obs = r->obs;
+    char why[sizeof obs->partial_why];
+    if (st->awaiting_b) {
+        hbm_device *d = &obs->devs[--obs->ndevs];
+        snprintf(why, sizeof why, "%s:%d: the paste ends inside the rows of NPU %lld, which "
+                 "is left out", r->name, r->line, (long long)d->index);
+        free(d->procs);
+    } else {
+        snprintf(why, sizeof why, "%s:%d: the paste ends inside a row of the %s table, "
+                 "which is left out", r->name, r->line,
+                 st->sec == SEC_PROCS ? "process" : "device");
+    }
+    st->awaiting_b = false;
+    st->last_was_row = false;
+    obs->partial = false; /* the cut says more than an earlier note */
+    set_partial(obs, why);
+}
+
+/* The last line of a paste is cut when it is not closed by '|' or has fewer cells than its
+ * header: a cut just after an inner '|' still ends with one. */
+static bool row_is_cut(const info_state *st, const cell *cells, int nc, bool last_line)
+{
+    if (nc < 0)
+        return true;
+    if (!last_line || (st->sec != SEC_DEVICES && st->sec != SEC_PROCS))
+        return false;
+    const layout *lay = st->sec == SEC_PROCS ? &st->procs
+                        : st->awaiting_b     ? &st->dev_b
+                                             : &st->dev_a;
+    if (nc >= lay->ncells)
+        return false;
+    /* "| No running processes found in NPU 3 |" is one whole cell. */
+    return !(st->sec == SEC_PROCS && nc == 1 &&
+             memmem(cells[0].p, cells[0].n, "No running", 10));
+}
+
 /* "No running processes found in NPU N": that NPU's process list is known and empty.
  * Returns false when the cell says something else. */
 static bool read_no_processes(hbm_obs *obs, const cell *c)
@@ -552,17 +593,19 @@ static int read_table_row(reader *r, info_state *st, const cell *cells, int nc)
 }
 
 /* What the end of the input says about the paste. */
-static int finish_info(reader *r, const info_state *st)
+static int finish_info(reader *r, info_state *st)
 {
     hbm_obs *obs = r->obs;
+    if (st->awaiting_b)
+        cut_here(r, st);
     if (!st->saw_any) {
         if (r->line == 0)
             r->line = 1;
         return fail(r, "no npu-smi table found (expected a header row naming NPU, Name and "
                        "Health, or a process header)");
     }
-    if (st->awaiting_b)
-        return fail(r, "input ends inside the rows of NPU %lld", (long long)st->cur->index);
+    if (obs->ndevs == 0)
+        return fail(r, "the paste ends before any device's rows are complete");
     if (st->dev_a.ncols == 0)
         set_partial(obs, "only the process table was pasted; device memory is unknown");
     else if (st->last_was_row)
@@ -576,7 +619,7 @@ static int finish_info(reader *r, const info_state *st)
 
 /* A line outside the table's rows: before the table it is skipped (up to a bound); after
  * it, the table is over. Returns 1 to stop reading, 0 to go on. */
-static int read_outside_line(reader *r, const info_state *st, const char *s, const char *end)
+static int read_outside_line(reader *r, info_state *st, const char *s, const char *end)
 {
     if (!st->table_started) {
         if (r->line > MAX_PREAMBLE_LINES)
@@ -585,11 +628,10 @@ static int read_outside_line(reader *r, const info_state *st, const char *s, con
     }
     /* Text after the table (a shell prompt, a comment): the table is over. Binary data
      * there means the file is not a paste at all. */
-    if (st->awaiting_b)
-        return fail(r, "row of NPU %lld is cut: its second row is missing",
-                    (long long)st->cur->index);
     if (memchr(s, '\0', (size_t)(end - s)))
         return fail(r, "binary data (NUL byte) after the table: not npu-smi text");
+    if (st->awaiting_b)
+        cut_here(r, st);
     return 1;
 }
 
@@ -645,8 +687,10 @@ int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char
         }
         cell cells[MAX_CELLS];
         int nc = split_cells(s, n, cells);
-        if (nc < 0)
-            return fail(&r, "row is cut (no closing '|'): the paste is truncated here");
+        if (row_is_cut(&st, cells, nc, p == end)) {
+            cut_here(&r, &st);
+            break;
+        }
         if (nc > MAX_CELLS)
             return fail(&r, "row has more than %d cells: not an npu-smi layout", MAX_CELLS);
         st.table_started = true;

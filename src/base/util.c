@@ -282,3 +282,14 @@ size_t hbm_edit_distance(const char *a, const char *b)
         }
     return d[la][lb];
 }
+
+void hbm_strbuf_add(hbm_strbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = hbm_xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}

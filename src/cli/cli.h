@@ -33,6 +33,11 @@ typedef struct cli_limit {
 int cli_read_limit(void *dst, const char *value, char *why, size_t whylen);
 
 /* Prints a JSON value (indented, newline) to stdout and releases the reference. */
+/* Human output fits CLI_WIDTH columns. prefix, path and rest on one line when they fit;
+ * else each on its own line, the path whole (never cut or broken, so it can be copied): a
+ * Hugging Face snapshot path alone is over 100 characters. */
+#define CLI_WIDTH 100
+void cli_print_path(FILE *f, const char *prefix, const char *path, const char *rest);
 void cli_json_out(json_t *j);
 
 /* "hbmctl: ..." on stderr. */

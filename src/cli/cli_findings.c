@@ -16,6 +16,15 @@ void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs)
     free(text);
 }
 
+void cli_print_partial(FILE *f, const char *prefix, const hbm_obs *obs)
+{
+    if (!obs->partial)
+        return;
+    char *text = hbm_xasprintf("partial input: %s", obs->partial_why);
+    cli_wrap(f, prefix, (int)strlen(prefix), text);
+    free(text);
+}
+
 static void flatten(json_t *v, const char *prefix, char *buf, size_t n, size_t *pos)
 {
     if (json_is_object(v)) {
@@ -75,9 +84,15 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)
     char verdict[512];
     hbm_findings_verdict(fs, verdict, sizeof verdict);
     cli_print_skipped(f, "", obs);
+    cli_print_partial(f, "", obs);
     cli_wrap(f, "", 0, verdict);
-    if (obs->backend[0] || obs->source[0])
-        fprintf(f, "(source: %s%s%s)\n", obs->backend, obs->source[0] ? " " : "", obs->source);
+    if (obs->backend[0] || obs->source[0]) {
+        char *head = hbm_xasprintf("(source: %s%s", obs->backend, obs->source[0] ? " " : "");
+        char *path = hbm_xasprintf("%s)", obs->source);
+        cli_print_path(f, head, path, "");
+        free(head);
+        free(path);
+    }
     if (!fs->n)
         return;
     fprintf(f, "\n%-9s %-28s %-7s %s\n", "SEVERITY", "FINDING", "DEVICE", "SUMMARY");

@@ -15,5 +15,7 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs);
 /* When obs has no device source (backend "none"), says so and why, wrapped, prefixed by
  * prefix ("" or "hbmctl: "); prints nothing otherwise. */
 void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs);
+/* "partial input: WHY" when the source was a fragment (a cut paste), else nothing. */
+void cli_print_partial(FILE *f, const char *prefix, const hbm_obs *obs);
 
 #endif

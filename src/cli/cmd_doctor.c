@@ -61,6 +61,9 @@ int cmd_doctor(int argc, char **argv)
         json_object_set_new(j, "backend", json_string(obs.backend));
         json_object_set_new(j, "backend_why",
                             obs.backend_why[0] ? json_string(obs.backend_why) : json_null());
+        json_object_set_new(j, "partial", json_boolean(obs.partial));
+        json_object_set_new(j, "partial_why",
+                            obs.partial ? json_string(obs.partial_why) : json_null());
         cli_json_out(j);
     } else {
         cli_print_findings(stdout, &obs, &f);

@@ -32,7 +32,8 @@ static void print_list(const hbm_catalog *cat, const char *path, bool json)
         cli_json_out(j);
         return;
     }
-    printf("catalogue: %s\n\n%-32s %-8s %-7s %s\n", path, "ID", "KIND", "LEVEL", "TITLE / PRODUCTS");
+    cli_print_path(stdout, "catalogue: ", path, "");
+    printf("\n%-32s %-8s %-7s %s\n", "ID", "KIND", "LEVEL", "TITLE / PRODUCTS");
     for (size_t i = 0; i < hbm_explain_catalog_size(cat); i++) {
         const hbm_sig *s = hbm_explain_catalog_get(cat, i);
         char lead[80];
@@ -125,10 +126,12 @@ static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
 static void print_report(const char *path, const hbm_explain_report *rep, const char *live_note)
 {
     bool color = cli_color(stdout);
-    const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
+    char *name = hbm_xasprintf("%s:", strcmp(path, "-") == 0 ? "(stdin)" : path);
+    char rest[96];
     if (rep->nfindings == 0) {
-        printf("%s: no known failure found in %llu lines.\n", name,
-               (unsigned long long)rep->lines);
+        snprintf(rest, sizeof rest, " no known failure found in %llu lines.",
+                 (unsigned long long)rep->lines);
+        cli_print_path(stdout, "", name, rest);
         if (rep->ntail) {
             printf("last error-looking lines:\n");
             for (size_t k = 0; k < rep->ntail; k++) {
@@ -140,9 +143,11 @@ static void print_report(const char *path, const hbm_explain_report *rep, const 
             printf("no error-looking lines either.\n");
         }
     } else {
-        printf("%s: %zu known failure%s in %llu line%s\n\n", name, rep->nfindings,
-               rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
-               rep->lines == 1 ? "" : "s");
+        snprintf(rest, sizeof rest, " %zu known failure%s in %llu line%s", rep->nfindings,
+                 rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
+                 rep->lines == 1 ? "" : "s");
+        cli_print_path(stdout, "", name, rest);
+        printf("\n");
         for (size_t i = 0; i < rep->nfindings; i++)
             print_finding(rep, i, color);
     }
@@ -152,6 +157,7 @@ static void print_report(const char *path, const hbm_explain_report *rep, const 
                HBM_EXPLAIN_LINE_MAX);
     if (live_note)
         wrap("note: ", 0, live_note);
+    free(name);
 }
 
 typedef enum { LIVE_AUTO, LIVE_ON, LIVE_OFF } live_mode; /* --live, --no-live: the later wins */

@@ -89,7 +89,7 @@ static long visible_list(hbm_obs *obs, hbm_vendor vendor, const char *val, size_
  * (all devices in the backend's order when it is unset). */
 static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
                        hbm_plan_holder **holders, int64_t **ids, char **visible, char *name,
-                       size_t namelen)
+                       size_t namelen, char **partial)
 {
     hbm_obs obs;
     hbm_obs_init(&obs);
@@ -169,6 +169,8 @@ static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
     in->ndevice_ids = (size_t)ndev;
     in->visible_devices = *visible;
     in->live = true;
+    if (obs.partial)
+        in->live_partial = *partial = hbm_xstrdup(obs.partial_why);
     free(use);
     hbm_obs_free(&obs);
     return 0;
@@ -320,7 +322,8 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
 
 /* The device memory to plan against: from the table, the live host, or --mem/--free. */
 static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **holders,
-                         int64_t **ids, char **visible, char *live_name, size_t namelen)
+                         int64_t **ids, char **visible, char *live_name, size_t namelen,
+                         char **partial)
 {
     if (a->platform >= 0)
         in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
@@ -332,7 +335,7 @@ static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **hol
     if (a->device && !strcmp(a->device, "auto")) {
         int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
                     (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
-        if (live_device(&a->cc, n, in, holders, ids, visible, live_name, namelen) < 0)
+        if (live_device(&a->cc, n, in, holders, ids, visible, live_name, namelen, partial) < 0)
             return -1;
         in->device_name = live_name;
     } else if (a->device) {
@@ -385,11 +388,12 @@ int cmd_plan(int argc, char **argv)
     rc = CLI_EXIT_ERROR;
     hbm_plan_holder *holders = NULL;
     int64_t *ids = NULL;
-    char *visible = NULL, live_name[64] = "";
+    char *visible = NULL, *partial = NULL, live_name[64] = "";
     hbm_plan_result res;
     memset(&res, 0, sizeof res);
     hbm_err err = {{0}};
-    if (choose_device(&a, &in, &holders, &ids, &visible, live_name, sizeof live_name) < 0)
+    if (choose_device(&a, &in, &holders, &ids, &visible, live_name, sizeof live_name,
+                      &partial) < 0)
         goto out;
     in.serve_requests = a.serve > 0 ? a.serve : HBM_UNKNOWN;
     if ((a.serve > 0 ? hbm_plan_serve(&in, &res, &err) : hbm_plan_run(&in, &res, &err)) < 0) {
@@ -407,5 +411,6 @@ out:
     free(holders);
     free(ids);
     free(visible);
+    free(partial);
     return rc;
 }

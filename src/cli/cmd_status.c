@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_findings.h"
 #include "hbm/snapshot.h"
 #include "wrap.h"
 
@@ -57,8 +58,7 @@ static void render(const hbm_obs *obs)
     if (obs->driver_version[0])
         printf(", driver %s", obs->driver_version);
     printf("\n");
-    if (obs->partial)
-        printf("partial input: %s\n", obs->partial_why);
+    cli_print_partial(stdout, "", obs);
     /* NVIDIA has no chip or logic numbering: those columns give their room to the name
      * ("NVIDIA H100 80GB HBM3" must not read like every other NVIDIA part). */
     if (ascend)

@@ -27,6 +27,24 @@ int cli_read_limit(void *dst, const char *value, char *why, size_t whylen)
     return 0;
 }
 
+void cli_print_path(FILE *f, const char *prefix, const char *path, const char *rest)
+{
+    if (strlen(prefix) + strlen(path) + strlen(rest) <= CLI_WIDTH) {
+        fprintf(f, "%s%s%s\n", prefix, path, rest);
+        return;
+    }
+    size_t pl = strlen(prefix);
+    while (pl && prefix[pl - 1] == ' ')
+        pl--;
+    if (pl)
+        fprintf(f, "%.*s\n", (int)pl, prefix);
+    fprintf(f, "%s\n", path);
+    while (*rest == ' ')
+        rest++;
+    if (*rest)
+        fprintf(f, "%s\n", rest);
+}
+
 void cli_json_out(json_t *j)
 {
     json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hbm/redact.h"
 #include "hbm/snapshot.h"
 #include "hbm/verdict.h"
 
@@ -794,6 +795,12 @@ static int get_host(rd *r, const json_t *o, void *obj)
     h->devshm_total_bytes = h->devshm_used_bytes = HBM_UNKNOWN;
     if (get_fields(r, v, h, host_fields) < 0)
         return -1;
+    /* A snapshot written by an older hbmctl may still carry credentials. */
+    for (size_t i = 0; i < h->nprocs; i++) {
+        char *raw = h->procs[i].cmdline;
+        h->procs[i].cmdline = hbm_redact_words(raw ? raw : "", raw ? strlen(raw) : 0, ' ');
+        free(raw);
+    }
     /* hbm_host_find searches by pid: a hand-written snapshot may list holders in any order. */
     if (h->nprocs > 1)
         qsort(h->procs, h->nprocs, sizeof *h->procs, cmp_hproc_pid);

@@ -31,6 +31,19 @@ void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
                        void (*hit)(void *ctx, uint32_t target), void *ctx);
 void expl_needles_free(expl_needles *ns);
 
+/* Whole-line rejection before the matchers (prefilter.c): false means no needle added can
+ * be in the line and cleaning would not change it. */
+typedef struct expl_prefilter {
+    uint8_t bits[(1u << 18) / 8]; /* hashed four-byte anchors, case-folded */
+    uint8_t fold[256];
+    uint8_t special[256];         /* bytes that send a line to the cleaner */
+    bool all;                     /* a needle too short for an anchor */
+} expl_prefilter;
+
+void expl_prefilter_init(expl_prefilter *pf);
+void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n);
+bool expl_prefilter_hit(const expl_prefilter *pf, const char *line, size_t len);
+
 typedef struct expl_unit {
     char name[32];
     double mult; /* the capture is a bare number in this unit */

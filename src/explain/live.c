@@ -433,6 +433,58 @@ static void check_health(live_ctx *lc, out *o)
     json_object_set_new(o->live, "unhealthy", bad);
 }
 
+/* NCCL's segments of crashed runs stay in /dev/shm until removed; with enough of them the
+ * next run's segment does not fit and NCCL says "unhandled system error". */
+static void check_dev_shm(live_ctx *lc, out *o)
+{
+    const hbm_host *h = &lc->obs->host;
+    if (!lc->obs->has_host) {
+        say(o, "/dev/shm: no host facts here");
+        return;
+    }
+    json_t *stale = json_array();
+    size_t nccl = 0, nstale = 0;
+    uint64_t stale_bytes = 0;
+    for (size_t i = 0; i < h->nposix; i++) {
+        const hbm_posix_shm *s = &h->posix[i];
+        const char *base = s->path ? strrchr(s->path, '/') : NULL;
+        if (!base || strncmp(base + 1, "nccl-", 5) != 0)
+            continue;
+        nccl++;
+        if (s->nholders > 0 || !h->sees_host_pids)
+            continue;
+        nstale++;
+        stale_bytes += s->size;
+        json_array_append_new(stale, json_pack("{s:s,s:I}", "path", s->path, "size_bytes",
+                                               (json_int_t)s->size));
+    }
+    char used[32], total[32], sz[32];
+    json_t *j = json_pack("{s:o,s:o,s:I,s:o}", "used_bytes",
+                          h->devshm_used_bytes >= 0 ? json_integer(h->devshm_used_bytes)
+                                                    : json_null(),
+                          "total_bytes",
+                          h->devshm_total_bytes > 0 ? json_integer(h->devshm_total_bytes)
+                                                    : json_null(),
+                          "nccl_objects", (json_int_t)nccl, "stale_nccl", stale);
+    json_object_set_new(o->live, "dev_shm", j);
+    if (h->devshm_total_bytes > 0 && h->devshm_used_bytes >= 0)
+        say(o, "/dev/shm holds %s of %s now (%.0f%%)",
+            hbm_fmt_size(used, sizeof used, h->devshm_used_bytes),
+            hbm_fmt_size(total, sizeof total, h->devshm_total_bytes),
+            100.0 * (double)h->devshm_used_bytes / (double)h->devshm_total_bytes);
+    else
+        say(o, "/dev/shm is not mounted here");
+    if (nstale)
+        say(o, "%zu nccl-* object%s (%s) in /dev/shm belong%s to no process: leftovers of "
+               "crashed runs; hbmctl clean --apply removes them", nstale, nstale == 1 ? "" : "s",
+            hbm_fmt_size(sz, sizeof sz, (int64_t)stale_bytes), nstale == 1 ? "s" : "");
+    else if (nccl)
+        say(o, "%zu nccl-* object%s in /dev/shm, all in use%s", nccl, nccl == 1 ? "" : "s",
+            h->sees_host_pids ? "" : " or owned outside this PID namespace");
+    else
+        say(o, "no nccl-* object in /dev/shm now");
+}
+
 void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                             const hbm_obs *obs, const char *root, const char *source)
 {
@@ -454,6 +506,8 @@ void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                 check_visible(&lc, rep, f, &o);
             else if (strcmp(c, "health") == 0)
                 check_health(&lc, &o);
+            else if (strcmp(c, "dev_shm") == 0)
+                check_dev_shm(&lc, &o);
         }
         json_object_set_new(o.live, "notes", json_array());
         for (size_t k = 0; k < o.n; k++)

@@ -1,6 +1,7 @@
 /* The log reader: streams any input in chunks (a gigabyte log never sits in memory),
  * cuts over-long lines, cleans container-log decoration, and matches each line against
- * the catalogue. A line first has to contain one of an entry's literal keywords, so the
+ * the catalogue. A whole line is first rejected by the literal prefilter (prefilter.c) when
+ * no anchor is in it; a line then has to contain one of an entry's literal keywords, so the
  * regular expressions only run on the few lines that can match. */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ struct hbm_explain_scanner {
     size_t nhits;
     size_t *finding_of; /* per entry: index into rep.findings */
     expl_needles errwords;
+    expl_prefilter pf; /* the keywords' and error words' anchors */
 };
 
 /* ---- cleaning ---- */
@@ -412,6 +414,11 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     expl_needles_init(&s->errwords, true);
     for (size_t i = 0; error_words[i]; i++)
         expl_needles_add(&s->errwords, error_words[i], 0);
+    expl_prefilter_init(&s->pf);
+    for (size_t i = 0; i < cat->kw.n; i++)
+        expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n);
+    for (size_t i = 0; error_words[i]; i++)
+        expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]));
     return s;
 }
 
@@ -421,6 +428,13 @@ void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
     while (n > 0) {
         const char *nl = memchr(buf, '\n', n);
         size_t take = nl ? (size_t)(nl - buf) : n;
+        if (nl && s->len == 0 && !s->cutting && s->plen == 0 && take <= HBM_EXPLAIN_LINE_MAX &&
+            !expl_prefilter_hit(&s->pf, buf, take)) {
+            s->lineno++; /* a whole line that cannot change the report */
+            buf = nl + 1;
+            n -= take + 1;
+            continue;
+        }
         if (!s->cutting) {
             size_t room = HBM_EXPLAIN_LINE_MAX - s->len;
             size_t copy = take < room ? take : room;

@@ -243,21 +243,6 @@ int hbm_explain_eval(const char *expr, hbm_explain_lookup lookup, void *ctx, dou
     return 0;
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = hbm_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
 
 /* Plain numbers print without noise: integers as integers, others with two decimals
  * and trailing zeros dropped ("0.85", "16.58", "4096"). */
@@ -278,7 +263,7 @@ static void fmt_number(char *buf, size_t n, double v)
     }
 }
 
-static int format_value(sbuf *b, const char *expr, const char *fmt, hbm_explain_lookup lookup,
+static int format_value(hbm_strbuf *b, const char *expr, const char *fmt, hbm_explain_lookup lookup,
                         void *ctx, bool *unknown, hbm_err *err)
 {
     char out[128];
@@ -301,7 +286,7 @@ static int format_value(sbuf *b, const char *expr, const char *fmt, hbm_explain_
             *unknown = true;
             return 0;
         }
-        sb_add(b, text, strlen(text));
+        hbm_strbuf_add(b, text, strlen(text));
         return 0;
     }
     double v;
@@ -326,24 +311,24 @@ static int format_value(sbuf *b, const char *expr, const char *fmt, hbm_explain_
         snprintf(out, sizeof out, "%.*f", fmt[1] - '0', v);
     else
         return hbm_err_set(err, "unknown format ':%s' (size, pct, int, text, .N)", fmt);
-    sb_add(b, out, strlen(out));
+    hbm_strbuf_add(b, out, strlen(out));
     return 0;
 }
 
 char *hbm_explain_render(const char *tmpl, hbm_explain_lookup lookup, void *ctx,
                          bool *unknown, hbm_err *err)
 {
-    sbuf b = {0};
+    hbm_strbuf b = {0};
     *unknown = false;
-    sb_add(&b, "", 0);
+    hbm_strbuf_add(&b, "", 0);
     const char *s = tmpl;
     while (*s) {
         const char *open = strchr(s, '{');
         if (!open) {
-            sb_add(&b, s, strlen(s));
+            hbm_strbuf_add(&b, s, strlen(s));
             break;
         }
-        sb_add(&b, s, (size_t)(open - s));
+        hbm_strbuf_add(&b, s, (size_t)(open - s));
         const char *close = strchr(open, '}');
         if (!close) {
             free(b.p);

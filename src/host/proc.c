@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hbm/procfs.h"
+#include "hbm/redact.h"
 #include "hbm/util.h"
 #include "host/hostint.h"
 #include "host/lex.h"
@@ -179,11 +180,12 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
     if (cmd) {
         while (len > 0 && (cmd[len - 1] == '\0' || cmd[len - 1] == ' '))
             len--;
-        for (size_t i = 0; i < len; i++)
-            if (cmd[i] == '\0' || cmd[i] == '\n')
-                cmd[i] = ' ';
-        cmd[len] = '\0';
-        out->cmdline = cmd;
+        /* Redacted here, where it is read: no view, export or log can show a credential. */
+        out->cmdline = hbm_redact_words(cmd, len, '\0');
+        free(cmd);
+        for (char *c = out->cmdline; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
     } else {
         out->cmdline = hbm_xstrdup("");
     }

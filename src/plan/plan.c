@@ -303,6 +303,8 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                           const plan_outcome *o, bool ascend, hbm_plan_result *res)
 {
     const hbm_plan_model *m = c->m;
+    if (in->live_partial)
+        add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
     if (m->weights_estimated)
         add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
                                     "architecture (%.2f B parameters%s%s)",

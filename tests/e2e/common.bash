@@ -178,3 +178,10 @@ pod_proc() {
     rm "$1/proc/$2/cgroup"
     echo "0::/kubepods/burstable/pod$3/$(printf '4d%.0s' $(seq 32))" >"$1/proc/$2/cgroup"
 }
+
+# fits_width FILE: every line within 100 columns, except a line that is one word (a long
+# path stands whole on its own line), so the check holds wherever the checkout lies.
+fits_width() {
+    awk 'length($0) > 100 { w = $0; sub(/^ +/, "", w); if (w ~ / /) { print; bad = 1 } }
+         END { exit bad }' "$1"
+}

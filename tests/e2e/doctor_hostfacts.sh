@@ -39,7 +39,7 @@ check "the orphan's clean action is a kill" \
     has '.id == "orphan-holder" and .action.kind == "kill" and .action.pid == 4242'
 "$HBMCTL" doctor --backend dcmi --root "$root" >"$tmp/d.txt"
 check "human output: verdict line first" bash -c "head -1 '$tmp/d.txt' | grep -q '^[0-9]* problems: [0-9]* critical'"
-check "human output fits 100 columns" [ "$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$tmp/d.txt")" -le 100 ]
+check "human output fits 100 columns" fits_width "$tmp/d.txt"
 "$HBMCTL" doctor --snapshot /nonexistent.json 2>/dev/null
 check "doctor exits 2 when it cannot look" [ $? -eq 2 ]
 finish

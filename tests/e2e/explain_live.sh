@@ -105,4 +105,21 @@ JSON
     check "snapshot: the holder as captured" test \
         "$(jq "[.findings[0].live.holders[] | select(.pid==$holder)] | length" <<<"$json")" = 1
 fi
+# NCCL's "unhandled system error" with leftovers: a stale nccl-* segment in the /dev/shm of
+# a root prefix (no process holds it) is named with its size; clean is the remedy.
+make_root "$tmp/shmroot" yes
+mkdir -p "$tmp/shmroot/dev/shm"
+head -c 5967876 /dev/zero >"$tmp/shmroot/dev/shm/nccl-fjwOOB"
+sig="$HBM_SRC/tests/fixtures/logs/sig"
+json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/nccl_system_error.log")
+check "dev_shm: the stale nccl segment is listed" test \
+    "$(jq -c '.findings[0].live.dev_shm.stale_nccl' <<<"$json")" = '[{"path":"/dev/shm/nccl-fjwOOB","size_bytes":5967876}]'
+check "dev_shm: use of /dev/shm is shown" test \
+    "$(jq '.findings[0].live.dev_shm.total_bytes > 0' <<<"$json")" = true
+check "dev_shm: clean is the remedy" grep -q "leftovers of crashed runs; hbmctl clean --apply" \
+    <<<"$(jq -r '.findings[0].live.notes[]' <<<"$json")"
+rm "$tmp/shmroot/dev/shm/nccl-fjwOOB"
+json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/nccl_shm_failed.log")
+check "dev_shm: none left" test "$(jq -c '[.findings[0].live.dev_shm.nccl_objects, .findings[0].live.notes[1]]' \
+    <<<"$json")" = '[0,"no nccl-* object in /dev/shm now"]'
 finish

@@ -22,7 +22,7 @@ check "device table has H100 79.18" grep -q '^H100-80G .*79.18 GiB' "$tmp/devs"
 hbm plan "$fix/qwen3-0.6b" --device H100-80G --max-model-len 16000 >"$tmp/out"
 check "fits exits 0" test $? -eq 0
 check "fits verdict" grep -q 'verdict FITS' "$tmp/out"
-check "100 columns" awk 'length($0) > 100 { exit 1 }' "$tmp/out"
+check "100 columns" fits_width "$tmp/out"
 check "bar per component" grep -Eq '^  weights +[0-9.]+ GiB +[0-9.]+%  #' "$tmp/out"
 
 # does not fit: exit 1, vLLM's words, fixes with flag lines
@@ -30,7 +30,7 @@ hbm plan "$fix/qwen3-32b" --device H100-80G --vllm-version 0.11.0 --max-model-le
 check "no fit exits 1" test $? -eq 1
 check "vLLM max_model_len text" grep -q "To serve at least one request with the models's max seq len (32000)" "$tmp/out"
 check "max-model-len fix" grep -q -- '--max-model-len 18432 (the longest' "$tmp/out"
-check "100 columns (advice)" awk 'length($0) > 100 { exit 1 }' "$tmp/out"
+check "100 columns (advice)" fits_width "$tmp/out"
 
 # JSON: contract names, bytes, null for unknown
 hbm plan "$fix/qwen3-32b" --device H100-80G --vllm-version 0.11.0 --max-model-len 32000 --json >"$tmp/j"

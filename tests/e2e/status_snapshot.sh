@@ -58,8 +58,29 @@ expect_fail() { # name file pattern
 }
 : >"$tmp/empty.txt"
 expect_fail "empty file" "$tmp/empty.txt" "empty.txt:1: empty input"
-head -c 1500 "$scene" >"$tmp/cut.txt"
-expect_fail "truncated table" "$tmp/cut.txt" "cut.txt:[0-9]+: "
+# A paste cut before any device is complete is refused; one cut inside a later row is read.
+head -c 700 "$scene" >"$tmp/cut.txt"
+expect_fail "paste cut in the first device" "$tmp/cut.txt" "cut.txt:8: the paste ends before"
+{ head -n 13 "$scene"; printf '| 0                         | 0000:81:00.0  | 0'; } >"$tmp/cut2.txt"
+out=$("$HBMCTL" status --snapshot "$tmp/cut2.txt"); rc=$?
+check "cut paste: exit 0 by verdict" test "$rc" -eq 0
+check "cut paste: says partial with the line" \
+    grep -q "^partial input: .*cut2.txt:14: the paste ends inside the rows of NPU 2" <<<"$out"
+check "cut paste: two devices with their values" test \
+    "$(grep -cE '^NPU [01] chip 0 UNACCOUNTED|^NPU [01] chip 0 FREE' <<<"$out")" = 2
+json=$("$HBMCTL" snapshot --snapshot "$tmp/cut2.txt")
+check "cut snapshot: partial true with why" test \
+    "$(jq -c '[.partial, (.partial_why|test("cut2.txt:14: .*NPU 2")), [.devices[].index],
+      .devices[1].memory_used_bytes]' <<<"$json")" = "[true,true,[0,1],$((3447 * 1048576))]"
+dj=$("$HBMCTL" doctor --json --snapshot "$tmp/cut2.txt")
+check "cut doctor --json: partial" test "$(jq -c '[.partial, (.partial_why|test("NPU 2"))]' \
+    <<<"$dj")" = '[true,true]'
+check "cut doctor text: partial" bash -c '"$0" doctor --snapshot "$1" | grep -q "^partial input: .*:14:"' \
+    "$HBMCTL" "$tmp/cut2.txt"
+pj=$("$HBMCTL" plan "$HBM_SRC/tests/fixtures/models/qwen3-14b" --device auto --snapshot \
+    "$tmp/cut2.txt" --json)
+check "cut plan --device auto: a note says partial" \
+    test "$(jq '[.notes[]|select(test("^partial input: .*NPU 2"))]|length' <<<"$pj")" = 1
 sed '8s/| 0           0    \/ 0/| 0 | 0    \/ 0/' "$scene" >"$tmp/cols.txt"
 expect_fail "wrong column count" "$tmp/cols.txt" "cols.txt:8: row has 4 cells"
 head -c 65536 /dev/urandom >"$tmp/junk.bin"

@@ -366,7 +366,7 @@ static void broken_inputs_name_the_line(void **st)
     char *cut = hbm_xasprintf("%s| 0     910B3               | OK            | 94.8        36   ",
                               HEAD);
     assert_int_equal(parse_text(cut, &err), -1);
-    assert_non_null(strstr(err.msg, "t.txt:5: row is cut"));
+    assert_non_null(strstr(err.msg, "t.txt:5: the paste ends before any device"));
     free(cut);
 
     char *cols = hbm_xasprintf("%s| 0     910B3               | OK            | 94.8 | 36  |\n", HEAD);
@@ -411,6 +411,82 @@ static void broken_inputs_name_the_line(void **st)
         junk[i] = (char)('!' + (i * 7919) % 90);
     junk[sizeof junk - 1] = '\0';
     assert_int_equal(parse_text(junk, &err), -1);
+}
+
+static void same_device(const hbm_device *a, const hbm_device *b)
+{
+    assert_int_equal(a->index, b->index);
+    assert_int_equal(a->chip, b->chip);
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->bus_id, b->bus_id);
+    assert_string_equal(a->health, b->health);
+    assert_int_equal(a->memory_used_bytes, b->memory_used_bytes);
+    assert_int_equal(a->memory_total_bytes, b->memory_total_bytes);
+    assert_int_equal(a->hugepages_used, b->hugepages_used);
+    assert_int_equal(a->ddr_used_bytes, b->ddr_used_bytes);
+    assert_memory_equal(&a->power_watts, &b->power_watts, sizeof a->power_watts);
+    assert_memory_equal(&a->utilization_ratio, &b->utilization_ratio, sizeof(double));
+    /* A cut in the process table keeps the rows before it: a prefix of the full list. */
+    assert_true(a->nprocs <= b->nprocs);
+    for (size_t k = 0; k < a->nprocs; k++) {
+        assert_int_equal(a->procs[k].pid, b->procs[k].pid);
+        assert_int_equal(a->procs[k].memory_bytes, b->procs[k].memory_bytes);
+        assert_string_equal(a->procs[k].name, b->procs[k].name);
+    }
+}
+
+/* Every prefix of every real paste: no crash, no device that was cut, and once a device is
+ * complete the paste is read (exit 2 only before that). */
+static void cut_at_every_byte(void **st)
+{
+    (void)st;
+    static const char *files[] = {
+        "01-910B3-8card-npusmi25.2-1proc.txt",
+        "02-910B3-8card-npusmi25.0rc1-8proc-emptyname.txt",
+        "03-910_93-A3-8npu16chip-npusmi25.3rc1-multiproc.txt",
+        "04-Ascend910-1stgen-name910B-8card-npusmi24.1-noproctable.txt",
+        "05-310-1card-npusmi23.0-noproc.txt",
+        "09-910B4-1card-npusmi26.0rc1-widelayout-pidincontainer-FRAGMENT.txt",
+        "13-310P3-hami-softslice-incontainer-npusmi25.5.1-npuid32768.txt",
+        "14-310P3-300IDuo-1card2chip-npusmi24.1rc2-npuid1792-noproc.txt",
+        "18-910B1-8card-npusmi23.0rc2-FRAGMENT-elided.txt",
+        "24-unknownchip-proctable-8procs-one-chip-tab-FRAGMENT.txt",
+    };
+    for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+        hbm_obs full;
+        load(&full, files[f]);
+        char *path = hbm_xasprintf("%s%s", FIX, files[f]), *text;
+        size_t len;
+        hbm_err err = {{0}};
+        assert_int_equal(hbm_read_file(path, 1 << 20, &text, &len, &err), 0);
+        bool read_once = false;
+        size_t cut_rows = 0;
+        for (size_t n = 1; n < len; n++) {
+            hbm_obs o;
+            hbm_obs_init(&o);
+            int rc = hbm_npusmi_parse_info(&o, text, n, files[f], &err);
+            if (rc != 0) {
+                if (read_once)
+                    fail_msg("%s: prefix of %zu bytes refused after a shorter one was read: "
+                             "%s", files[f], n, err.msg);
+                hbm_obs_free(&o);
+                continue;
+            }
+            read_once = true;
+            assert_true(o.ndevs <= full.ndevs);
+            for (size_t i = 0; i < o.ndevs; i++)
+                same_device(&o.devs[i], &full.devs[i]);
+            if (strstr(o.partial_why, "the paste ends inside"))
+                cut_rows++;
+            hbm_obs_free(&o);
+        }
+        assert_true(read_once);
+        if (cut_rows == 0 && full.ndevs > 1)
+            fail_msg("%s: no prefix was read as cut", files[f]);
+        free(text);
+        free(path);
+        hbm_obs_free(&full);
+    }
 }
 
 static void layout_is_read_from_the_header(void **st)
@@ -463,6 +539,7 @@ int main(void)
         cmocka_unit_test(vendor_template_is_refused),
         cmocka_unit_test(broken_inputs_name_the_line),
         cmocka_unit_test(layout_is_read_from_the_header),
+        cmocka_unit_test(cut_at_every_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,7 +70,7 @@ check "launch flags serve 8" python3 -c \
 hbm plan "$fix/qwen3-32b" --device L4 --max-model-len 131072 --serve 1000 >"$tmp/out"
 check "nothing serves: exit 1" test $? -eq 1
 check "nothing serves: closest said" grep -q "serves them; closest" "$tmp/out"
-check "100 columns (serve)" awk 'length($0) > 100 { exit 1 }' "$tmp/out"
+check "100 columns (serve)" fits_width "$tmp/out"
 hbm plan "$fix/qwen3-32b" --device L4 --serve 4 >"$tmp/out" 2>"$tmp/err"
 check "serve without --max-model-len exits 2" test $? -eq 2
 check "serve names --max-model-len" grep -q -- "--max-model-len" "$tmp/err"

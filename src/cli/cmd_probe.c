@@ -213,9 +213,16 @@ static void report(probe *p, bool json)
 /* NPD's max_output_length default: the rest of a line would be cut mid-word. */
 #define NPD_LINE_MAX 80
 
-typedef enum npd_check { NPD_ORPHANED, NPD_UNACCOUNTED, NPD_UNHEALTHY, NPD_LEAK } npd_check;
+typedef enum npd_check {
+    NPD_ORPHANED,
+    NPD_UNACCOUNTED,
+    NPD_UNHEALTHY,
+    NPD_LEAK,
+    NPD_STALLED, /* a server's progress (--metrics-url), not the devices */
+} npd_check;
 
-static const char *const npd_names[] = {"orphaned", "unaccounted", "unhealthy", "leaking", NULL};
+static const char *const npd_names[] = {"orphaned", "unaccounted", "unhealthy", "leaking",
+                                        "stalled",  NULL};
 
 /* Leak state per device, from the history file (judged before the devices are walked). */
 typedef struct npd_leaks {
@@ -236,6 +243,7 @@ static bool npd_hit(npd_check c, const hbm_device *d, const npd_leaks *l)
     const hbm_history_dev *h;
     switch (c) {
     case NPD_LEAK: return (h = npd_hist(l, d)) && hbm_history_judge(h, NULL).leak;
+    case NPD_STALLED: return false;
     case NPD_ORPHANED: return d->verdict == HBM_VERDICT_ORPHANED;
     case NPD_UNACCOUNTED: return d->verdict == HBM_VERDICT_UNACCOUNTED;
     case NPD_UNHEALTHY: return d->verdict == HBM_VERDICT_UNHEALTHY || !d->healthy;
@@ -406,6 +414,23 @@ static void check_progress(probe *p, const progress_opts *po)
     hbm_progress_free(&track);
 }
 
+/* --npd stalled: the progress check alone, in NPD's one line and exit codes (the same 0/1/2). */
+static int npd_stalled(probe *p, const progress_opts *po)
+{
+    char line[700];
+    if (!po->url)
+        snprintf(line, sizeof line, "unknown: --npd stalled needs --metrics-url");
+    else
+        check_progress(p, po);
+    alarm(0);
+    const char *word = p->worst == PR_OK ? "ok" : p->worst == PR_BAD ? "server" : "unknown";
+    if (po->url)
+        snprintf(line, sizeof line, "%s: %s", word, p->worst == PR_OK ? p->oks : p->first);
+    json_decref(p->checks);
+    npd_print(line);
+    return po->url ? p->worst : PR_UNKNOWN;
+}
+
 int cmd_probe(int argc, char **argv)
 {
     cli_common common;
@@ -447,7 +472,8 @@ int cmd_probe(int argc, char **argv)
                 "check only the URLs (no driver query)"),
         CLI_OPT(CLI_ENUM, "npd", 0, "CHECK", &npd,
                 "node-problem-detector custom plugin: orphaned, unaccounted,\n"
-                "unhealthy or leaking devices; exit 0 OK, 1 NonOK, 2 Unknown,\n"
+                "unhealthy or leaking devices, or a stalled server (with\n"
+                "--metrics-url); exit 0 OK, 1 NonOK, 2 Unknown,\n"
                 "one line of at most 80 characters (docs/kubernetes.md)",
                 .choices = npd_names),
         CLI_OPT(CLI_STRING, "history", 0, "FILE", &history,
@@ -483,10 +509,14 @@ int cmd_probe(int argc, char **argv)
     sa.sa_handler = on_deadline;
     sigaction(SIGALRM, &sa, NULL);
     alarm((unsigned)ceil(deadline));
-    if (npd >= 0)
-        return npd_run(&common, (npd_check)npd, history);
-
     probe p = {.checks = json_array(), .worst = PR_OK};
+    if (npd == NPD_STALLED)
+        return npd_stalled(&p, &po);
+    if (npd >= 0) {
+        json_decref(p.checks);
+        return npd_run(&common, (npd_check)npd, history);
+    }
+
     if (!no_devices)
         check_devices(&p, &common, &devices, max.bytes, max.ratio);
     if (url)

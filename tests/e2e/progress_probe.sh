@@ -88,4 +88,24 @@ check "engine 0 progressing, engine 1 stalled" eval 'jq -e "[.checks[0].engines[
 out=$("$HBMCTL" probe --no-devices --metrics-url "http://u:secret@127.0.0.1:$port/metrics" \
     --stall 2s --state-file "$tmp/cred.json" --json)
 check "no password in the output" eval '! grep -q secret <<<"$out" && ! grep -q secret "$tmp/cred.json"'
+# --npd stalled: node-problem-detector's protocol (exit 0 OK, 1 NonOK, 2 Unknown, one line
+# of at most 80 characters) over the same state file
+npd() { # sets rc and out
+    out=$("$HBMCTL" probe --npd stalled --metrics-url "$URL" --stall 2s \
+        --state-file "$tmp/npd.json" 2>&1)
+    rc=$?
+}
+control '{"running": 3, "waiting": 12, "mode": "advance"}'
+npd
+npd
+check "npd: progressing is OK" test "$rc" -eq 0
+control '{"running": 3, "waiting": 12, "mode": "freeze"}'
+npd
+sleep 2.2
+npd
+check "npd: a stall is NonOK in one line of at most 80 characters" \
+    eval '[ "$rc" -eq 1 ] && [ "$(wc -l <<<"$out")" -eq 1 ] && [ "${#out}" -le 80 ] && grep -q "^server: stalled: 3 running, 12 waiting" <<<"$out"'
+out=$("$HBMCTL" probe --npd stalled 2>&1)
+rc=$?
+check "npd: no --metrics-url is Unknown" eval '[ "$rc" -eq 2 ] && grep -q "^unknown: " <<<"$out"'
 finish

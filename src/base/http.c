@@ -103,13 +103,6 @@ static void set_auth(CURL *c, const hbm_http_opts *o)
         curl.easy_setopt(c, CURLOPT_CAINFO, o->ca_file);
 }
 
-int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
-                 hbm_http_result *res, hbm_err *err)
-{
-    hbm_http_opts o = {.timeout_s = timeout_s, .user_agent = user_agent};
-    return hbm_http_fetch(url, &o, res, NULL, NULL, err);
-}
-
 int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
                    size_t *len, hbm_err *err)
 {
@@ -182,13 +175,6 @@ int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res
 
 #else
 
-int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
-                 hbm_http_result *res, hbm_err *err)
-{
-    hbm_http_opts o = {.timeout_s = timeout_s, .user_agent = user_agent};
-    return hbm_http_fetch(url, &o, res, NULL, NULL, err);
-}
-
 int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res, char **body,
                    size_t *len, hbm_err *err)
 {
@@ -203,3 +189,10 @@ int hbm_http_fetch(const char *url, const hbm_http_opts *o, hbm_http_result *res
 }
 
 #endif
+
+int hbm_http_get(const char *url, double timeout_s, const char *user_agent,
+                 hbm_http_result *res, hbm_err *err)
+{
+    hbm_http_opts o = {.timeout_s = timeout_s, .user_agent = user_agent};
+    return hbm_http_fetch(url, &o, res, NULL, NULL, err);
+}

@@ -31,18 +31,33 @@ void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
                        void (*hit)(void *ctx, uint32_t target), void *ctx);
 void expl_needles_free(expl_needles *ns);
 
-/* Whole-line rejection before the matchers (prefilter.c): false means no needle added can
- * be in the line and cleaning would not change it. */
+/* Rejection of whole lines before the matchers (prefilter.c). */
+typedef struct expl_anchor {
+    const char *s; /* borrowed */
+    size_t n;
+    unsigned hash; /* of the last four bytes */
+    bool fold;     /* ASCII case-insensitive */
+    int32_t next;
+} expl_anchor;
+
+#define EXPL_PREFILTER_HEADS 4096 /* chains of needles by hash, a power of two */
+
 typedef struct expl_prefilter {
-    uint8_t bits[(1u << 18) / 8]; /* hashed four-byte anchors, case-folded */
+    uint8_t bits[(1u << 18) / 8]; /* hashed last four bytes of each needle, case-folded */
+    int32_t head[EXPL_PREFILTER_HEADS]; /* hash -> first needle, -1 = none */
+    expl_anchor *v;               /* owned */
+    size_t n, cap;
     uint8_t fold[256];
-    uint8_t special[256];         /* bytes that send a line to the cleaner */
-    bool all;                     /* a needle too short for an anchor */
+    bool all; /* a needle too short for an anchor */
 } expl_prefilter;
 
 void expl_prefilter_init(expl_prefilter *pf);
-void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n);
-bool expl_prefilter_hit(const expl_prefilter *pf, const char *line, size_t len);
+void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n, bool fold);
+/* Offset of the first byte of buf, read from a line start, that ends a needle in the text
+ * as cleaned or a CRI partial record's tag; n when none. Lines before the one holding it
+ * cannot change the report. */
+size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n);
+void expl_prefilter_free(expl_prefilter *pf);
 
 typedef struct expl_unit {
     char name[32];

@@ -1,32 +1,20 @@
 /* The literal prefilter: most lines of a server log can match no keyword and hold no
  * error word, and proving that must cost less than reading them through the cleaner and
- * the matchers. Each needle gives one anchor, its rarest four bytes (case-folded, so one
- * table serves the case-sensitive keywords and the case-insensitive error words), hashed
- * into a 32 KiB bit table; a line with no anchor, no escape sequence, no stray CR or NUL
- * and no partial container record cannot change the report. */
+ * the matchers. One pass over a whole buffer reads the text as the cleaner would leave it
+ * (escape sequences dropped, CR and NUL as blanks) and rolls a hash of its last four bytes,
+ * case-folded, over a 32 KiB bit table of every needle's last four bytes; a set bit is
+ * checked against the needles ending there, so only a line that really holds a needle
+ * (or a CRI partial record, which must be joined) stops the pass. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "explain_int.h"
-
-/* How common a byte is in server logs, low = rare: English letter order, then digits,
- * blanks and the punctuation of log lines. Only the order matters. */
-static int commonness(unsigned char c)
-{
-    static const char letters[] = "etaoinsrhldcumfpgwybvkxjqz";
-    if (c == ' ')
-        return 40;
-    if (isdigit(c))
-        return 30;
-    const char *p = strchr(letters, c);
-    if (p && c)
-        return 28 - (int)(p - letters);
-    if (strchr(":./-_=()[],\"'", c) && c)
-        return 20;
-    return 0;
-}
+#include "hbm/util.h"
 
 #define HASH_BITS 18
+#define HEAD_MASK (EXPL_PREFILTER_HEADS - 1)
+#define RING 256 /* cleaned bytes kept for checking a needle, a power of two */
 
 static unsigned hash4(uint32_t w)
 {
@@ -38,59 +26,102 @@ void expl_prefilter_init(expl_prefilter *pf)
     memset(pf, 0, sizeof *pf);
     for (unsigned c = 0; c < 256; c++)
         pf->fold[c] = (uint8_t)tolower((int)c);
-    /* Bytes the cleaner rewrites: escape sequences, a CR or NUL inside a line. */
-    pf->special[0x1b] = pf->special['\r'] = pf->special[0] = 1;
+    for (size_t i = 0; i < EXPL_PREFILTER_HEADS; i++)
+        pf->head[i] = -1;
+    /* CRI partial records are joined with the next ones: such a line takes the full path. */
+    expl_prefilter_add(pf, "stdout P", 8, false);
+    expl_prefilter_add(pf, "stderr P", 8, false);
 }
 
-void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n)
+void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n, bool fold)
 {
     if (n < 4) {
         pf->all = true; /* too short for an anchor: every line is a candidate */
         return;
     }
-    size_t best = 0;
-    int best_score = 1 << 30;
-    for (size_t i = 0; i + 3 < n; i++) {
-        int score = 0;
-        for (size_t k = 0; k < 4; k++)
-            score += commonness(pf->fold[(unsigned char)s[i + k]]);
-        if (score < best_score) {
-            best_score = score;
-            best = i;
-        }
-    }
     uint32_t w = 0;
-    for (size_t k = 0; k < 4; k++)
-        w = w << 8 | pf->fold[(unsigned char)s[best + k]];
+    for (size_t k = n - 4; k < n; k++)
+        w = w << 8 | pf->fold[(unsigned char)s[k]];
     unsigned h = hash4(w);
     pf->bits[h >> 3] |= (uint8_t)(1u << (h & 7));
+    hbm_grow((void **)&pf->v, &pf->cap, pf->n, sizeof *pf->v);
+    pf->v[pf->n] = (expl_anchor){.s = s, .n = n, .hash = h, .fold = fold,
+                                 .next = pf->head[h & HEAD_MASK]};
+    pf->head[h & HEAD_MASK] = (int32_t)pf->n++;
 }
 
-/* CRI splits a long line into records tagged P: their text is joined before matching, so
- * a keyword cut in two is still found. */
-static bool cri_partial(const char *line, size_t len)
+void expl_prefilter_free(expl_prefilter *pf)
 {
-    if (len < 24 || !isdigit((unsigned char)line[0]))
-        return false;
-    size_t head = len < 48 ? len : 48;
-    return memmem(line, head, " stdout P", 9) || memmem(line, head, " stderr P", 9);
+    free(pf->v);
+    memset(pf, 0, sizeof *pf);
 }
 
-bool expl_prefilter_hit(const expl_prefilter *pf, const char *line, size_t len)
+/* Whether a needle hashed to h ends at the k-th cleaned byte (ring holds the last ones). */
+static bool ends_here(const expl_prefilter *pf, unsigned h, const unsigned char *ring, size_t k)
 {
-    if (pf->all)
-        return true;
-    const unsigned char *p = (const unsigned char *)line;
-    uint32_t w = 0;
-    /* A CR ending the line is the CRLF end the cleaner drops: not special. */
-    size_t body = len && p[len - 1] == '\r' ? len - 1 : len;
-    for (size_t i = 0; i < len; i++) {
-        if (pf->special[p[i]] && i < body)
-            return true;
-        w = w << 8 | pf->fold[p[i]];
-        unsigned h = hash4(w);
-        if (i >= 3 && (pf->bits[h >> 3] & (1u << (h & 7))))
+    for (int32_t a = pf->head[h & HEAD_MASK]; a >= 0; a = pf->v[a].next) {
+        const expl_anchor *an = &pf->v[a];
+        if (an->hash != h)
+            continue;
+        if (an->n > RING)
+            return true; /* longer than what is kept: a candidate */
+        if (an->n > k)
+            continue;
+        size_t at = k - an->n, j = 0;
+        for (; j < an->n; j++) {
+            unsigned char c = ring[(at + j) & (RING - 1)], d = (unsigned char)an->s[j];
+            if (an->fold ? pf->fold[c] != pf->fold[d] : c != d)
+                break;
+        }
+        if (j == an->n)
             return true;
     }
-    return cri_partial(line, len);
+    return false;
+}
+
+/* Index of the last byte of the escape sequence starting at p[i], as the cleaner reads it
+ * (CSI, OSC, or two bytes), never past the line's newline. */
+static size_t escape_end(const unsigned char *p, size_t n, size_t i)
+{
+    if (i + 1 >= n || p[i + 1] == '\n')
+        return i;
+    size_t r = i + 2;
+    if (p[i + 1] == '[') {
+        while (r < n && p[r] != '\n' && (p[r] < 0x40 || p[r] > 0x7e))
+            r++;
+    } else if (p[i + 1] == ']') {
+        while (r < n && p[r] != '\n' && p[r] != '\a' &&
+               !(p[r] == 0x1b && r + 1 < n && p[r + 1] == '\\'))
+            r++;
+        if (r < n && p[r] == 0x1b)
+            r++;
+    } else {
+        return i + 1;
+    }
+    return r < n && p[r] != '\n' ? r : r - 1;
+}
+
+size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n)
+{
+    if (pf->all)
+        return 0;
+    const unsigned char *p = (const unsigned char *)buf;
+    unsigned char ring[RING];
+    uint32_t w = 0;
+    size_t k = 0; /* cleaned bytes read */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c == 0x1b) {
+            i = escape_end(p, n, i);
+            continue;
+        }
+        if (c == '\r' || c == '\0')
+            c = ' ';
+        ring[k++ & (RING - 1)] = c;
+        w = w << 8 | pf->fold[c];
+        unsigned h = hash4(w);
+        if ((pf->bits[h >> 3] & (1u << (h & 7))) && k >= 4 && ends_here(pf, h, ring, k))
+            return i;
+    }
+    return n;
 }

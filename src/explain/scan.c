@@ -1,8 +1,8 @@
 /* The log reader: streams any input in chunks (a gigabyte log never sits in memory),
  * cuts over-long lines, cleans container-log decoration, and matches each line against
- * the catalogue. A whole line is first rejected by the literal prefilter (prefilter.c) when
- * no anchor is in it; a line then has to contain one of an entry's literal keywords, so the
- * regular expressions only run on the few lines that can match. */
+ * the catalogue. The literal prefilter (prefilter.c) passes over whole buffers to the next
+ * line that holds a keyword or an error word; such a line then has to contain one of an
+ * entry's literal keywords, so the regular expressions only run on the few that can match. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -416,25 +416,42 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
         expl_needles_add(&s->errwords, error_words[i], 0);
     expl_prefilter_init(&s->pf);
     for (size_t i = 0; i < cat->kw.n; i++)
-        expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n);
+        expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n, cat->kw.fold);
     for (size_t i = 0; error_words[i]; i++)
-        expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]));
+        expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
     return s;
+}
+
+/* Counts the whole lines of buf, read from a line start, before the first one the
+ * prefilter stops at or one over the limit; returns the bytes they take. */
+static size_t skip_quiet_lines(hbm_explain_scanner *s, const char *buf, size_t n)
+{
+    size_t at = expl_prefilter_next(&s->pf, buf, n);
+    const char *last = memrchr(buf, '\n', at);
+    const char *end = last ? last + 1 : buf, *p = buf;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if ((size_t)(nl - p) > HBM_EXPLAIN_LINE_MAX)
+            break; /* counted as cut by the full path */
+        s->lineno++;
+        p = nl + 1;
+    }
+    return (size_t)(p - buf);
 }
 
 void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
 {
     s->rep.bytes += n;
     while (n > 0) {
+        if (s->len == 0 && !s->cutting && s->plen == 0) {
+            size_t quiet = skip_quiet_lines(s, buf, n);
+            buf += quiet;
+            n -= quiet;
+            if (n == 0)
+                return;
+        }
         const char *nl = memchr(buf, '\n', n);
         size_t take = nl ? (size_t)(nl - buf) : n;
-        if (nl && s->len == 0 && !s->cutting && s->plen == 0 && take <= HBM_EXPLAIN_LINE_MAX &&
-            !expl_prefilter_hit(&s->pf, buf, take)) {
-            s->lineno++; /* a whole line that cannot change the report */
-            buf = nl + 1;
-            n -= take + 1;
-            continue;
-        }
         if (!s->cutting) {
             size_t room = HBM_EXPLAIN_LINE_MAX - s->len;
             size_t copy = take < room ? take : room;
@@ -484,6 +501,7 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     free(s->hits);
     free(s->finding_of);
     expl_needles_free(&s->errwords);
+    expl_prefilter_free(&s->pf);
     free(s);
 }
 

@@ -188,6 +188,54 @@ static void test_chunking_does_not_matter(void **state)
     free(text);
 }
 
+/* Keywords and error words cut by escape sequences, CR, NUL or CRI partial records are
+ * found when whole buffers are read as when every line takes the full path (1-byte chunks). */
+static void test_prefilter_reads_as_the_cleaner(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "INFO healthy line\n"
+        "RuntimeError: NPU out\x1b[31m of mem\x1b[0mory. Tried to allocate 136.00 MiB\n"
+        "OSError: [Errno 98] Address\x1b]0;title\x07 already in use\r\n"
+        "2024-08-03T02:38:39.1Z stdout P RuntimeError: NPU out of \n"
+        "2024-08-03T02:38:39.2Z stdout F memory. Tried to allocate 2.00 GiB\n"
+        "some Err\x1b" "cor happened\n"
+        "INFO ok\rdone\n"
+        "warn: pan\x1b]8;;x\x1b\\ic now\n"
+        "warn: timed\0out\n"
+        "INFO tail without newline";
+    size_t n = sizeof text - 1;
+    hbm_explain_report rep[2];
+    size_t chunks[] = {n, 1};
+    for (size_t c = 0; c < 2; c++) {
+        hbm_explain_scanner *s = hbm_explain_scanner_new(cat);
+        for (size_t off = 0; off < n; off += chunks[c])
+            hbm_explain_scanner_feed(s, text + off, n - off < chunks[c] ? n - off : chunks[c]);
+        hbm_explain_scanner_finish(s, &rep[c]);
+        hbm_explain_scanner_free(s);
+    }
+    const hbm_explain_finding *oom = find(&rep[0], "npu_oom");
+    assert_non_null(oom);
+    assert_int_equal(oom->count, 2);
+    assert_non_null(find(&rep[0], "address_in_use"));
+    assert_int_equal(rep[0].ntail, 3);
+    assert_int_equal(rep[0].lines, 10);
+    assert_int_equal(rep[0].nfindings, rep[1].nfindings);
+    assert_int_equal(rep[0].lines, rep[1].lines);
+    for (size_t i = 0; i < rep[0].nfindings; i++) {
+        assert_string_equal(rep[0].findings[i].sig->id, rep[1].findings[i].sig->id);
+        assert_int_equal(rep[0].findings[i].count, rep[1].findings[i].count);
+        assert_string_equal(rep[0].findings[i].text, rep[1].findings[i].text);
+    }
+    assert_int_equal(rep[0].ntail, rep[1].ntail);
+    for (size_t i = 0; i < rep[0].ntail; i++) {
+        assert_int_equal(rep[0].tail[i].line, rep[1].tail[i].line);
+        assert_string_equal(rep[0].tail[i].text, rep[1].tail[i].text);
+    }
+    hbm_explain_report_free(&rep[0]);
+    hbm_explain_report_free(&rep[1]);
+}
+
 static void test_repeats_grouped(void **state)
 {
     (void)state;
@@ -403,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_port_slip_from_the_log),
         cmocka_unit_test(test_other_wordings),
         cmocka_unit_test(test_json_contract),
+        cmocka_unit_test(test_prefilter_reads_as_the_cleaner),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

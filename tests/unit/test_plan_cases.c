@@ -108,7 +108,7 @@ static void test_cases(void **state)
 {
     (void)state;
     int misses = 0, checked = 0;
-    printf("%-10s %-31s %-9s %-5s %12s %12s %8s\n", "case", "model", "device", "what", "vLLM",
+    printf("%-10s %-34s %-9s %-5s %12s %12s %8s\n", "case", "model", "device", "what", "vLLM",
            "predicted", "error");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const pcase *c = &cases[i];
@@ -122,7 +122,7 @@ static void test_cases(void **state)
         bool ok = true;
         if (c->want_tokens > 0) {
             double e = pct((double)r.kv_cache_tokens, (double)c->want_tokens);
-            printf("%-10s %-31s %-9s %-5s %12lld %12lld %+7.2f%%\n", id, c->model, c->device,
+            printf("%-10s %-34s %-9s %-5s %12lld %12lld %+7.2f%%\n", id, c->model, c->device,
                    "tok", (long long)c->want_tokens, (long long)r.kv_cache_tokens, e);
             ok &= fabs(e) <= 5.0;
             checked++;
@@ -134,7 +134,7 @@ static void test_cases(void **state)
             double e = c->want_kv_gib > 0 ? pct(got, c->want_kv_gib)
                                           : 100.0 * (got - c->want_kv_gib) /
                                                 ((double)r.requested_bytes / GIB);
-            printf("%-10s %-31s %-9s %-5s %12.2f %12.2f %+7.2f%%\n", id, c->model,
+            printf("%-10s %-34s %-9s %-5s %12.2f %12.2f %+7.2f%%\n", id, c->model,
                    c->device, c->want_kv_gib > 0 ? "KVGiB" : "short", c->want_kv_gib, got, e);
             ok &= fabs(e) <= 5.0;
             checked++;
@@ -143,14 +143,14 @@ static void test_cases(void **state)
             bool found = false;
             for (size_t k = 0; k < r.nerrors; k++)
                 found |= !strcmp(r.errors[k].kind, c->want_error);
-            printf("%-10s %-31s %-9s %-5s %12s %12s %8s\n", id, c->model, c->device, "fails",
+            printf("%-10s %-34s %-9s %-5s %12s %12s %8s\n", id, c->model, c->device, "fails",
                    c->want_error, r.nerrors ? r.errors[0].kind : "(starts)",
                    found ? "same" : "DIFFERS");
             ok &= found && !r.fits;
             if (r.nerrors)
                 printf("      %s\n", r.errors[0].message);
         } else if (c->kv_only) {
-            printf("%-10s %-31s %-9s %-5s %12s %12s\n", id, c->model, c->device, "later",
+            printf("%-10s %-34s %-9s %-5s %12s %12s\n", id, c->model, c->device, "later",
                    "fails", r.fits ? "(starts)" : r.errors[0].kind);
         } else {
             ok &= r.fits;

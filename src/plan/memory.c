@@ -85,12 +85,15 @@ static int64_t activation(const plan_ctx *c, const plan_flags *f)
     return (int64_t)(fwd > sampler ? fwd : sampler);
 }
 
-/* Memory outside torch's allocator that the profiler charges: 0.13-0.15 GiB in V1 logs;
- * V0 measured from before the model was built, so library handles and workspaces were in
- * it too (0.34-0.43 GiB in V0 logs). */
+/* Memory outside torch's allocator that the profiler charges: 0.13-0.15 GiB in V1 logs,
+ * which count only what grew since the start-up snapshot. V0 measured from before the
+ * model was built, and the device-wide rules (CUDA V1 before 0.9.1, vllm-ascend before
+ * 0.15) charge the whole device's used memory less torch's, so this process's CUDA
+ * context, library handles and workspaces are in it too (0.34-0.43 GiB in V0 logs). */
 static int64_t non_torch(const plan_ctx *c, const plan_flags *f)
 {
-    int64_t nt = (int64_t)((c->r.v0 ? 0.35 : 0.15) * GIB_D);
+    bool whole_context = c->r.v0 || !c->r.snapshot_budget;
+    int64_t nt = (int64_t)((whole_context ? 0.35 : 0.15) * GIB_D);
     if (c->r.collective_in_budget && f->tp * f->pp > 1)
         nt += (int64_t)(0.25 * GIB_D);
     return nt;

@@ -115,8 +115,7 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
     };
     const cli_spec spec = {
         .cmd = "exporter", .usage = "[--listen ADDR] [--min-interval DUR] [OPTIONS]",
-        .about = about, .opts = opts, .groups = CLI_G_SOURCE, .common = &common,
-        .snapshot_help = "serve a snapshot, re-read at each observation",
+        .about = about, .opts = opts, .groups = CLI_G_LIVE, .common = &common,
         .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage, bad web "
                  "config\n      or cannot listen\n",
     };

@@ -39,6 +39,10 @@ check "run --snapshot: unknown option" grep -q "hbmctl run: unknown option '--sn
 "$HBMCTL" exporter --json 2>"$tmp/err"
 check "exporter --json: exit 2" test $? -eq 2
 check "exporter --json: unknown option" grep -q "hbmctl exporter: unknown option '--json'" "$tmp/err"
+"$HBMCTL" exporter --snapshot x 2>"$tmp/err"
+check "exporter --snapshot: exit 2" test $? -eq 2
+check "exporter --snapshot: unknown option" \
+    grep -q "hbmctl exporter: unknown option '--snapshot'" "$tmp/err"
 "$HBMCTL" release --json x 2>"$tmp/err"
 check "release --json: exit 2" test $? -eq 2
 

@@ -193,7 +193,7 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
         if (n + 1 >= cap) {
             if (cap > max) {
                 if (!is_stdin)
-                close(fd);
+                    close(fd);
                 free(buf);
                 return hbm_err_set(err, "%s: larger than %zu bytes", path, max);
             }
@@ -206,7 +206,7 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
                 continue;
             int e = errno;
             if (!is_stdin)
-                close(fd);
+        close(fd);
             free(buf);
             return hbm_err_set(err, "%s: %s", path, strerror(e));
         }
@@ -215,7 +215,7 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
         n += (size_t)r;
     }
     if (!is_stdin)
-                close(fd);
+        close(fd);
     if (n > max) {
         free(buf);
         return hbm_err_set(err, "%s: larger than %zu bytes", path, max);

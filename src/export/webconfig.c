@@ -189,27 +189,11 @@ int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webco
     return 0;
 }
 
-/* Reads a whole small file (a config, a PEM) into an owned string. */
+/* A config or a PEM: small files, read whole into an owned, NUL-terminated string. */
 static char *slurp(const char *path, size_t *len, hbm_err *err)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        hbm_err_set(err, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *b = hbm_xmalloc(cap + 1);
-    n = fread(b, 1, cap, f);
-    bool more = fgetc(f) != EOF;
-    fclose(f);
-    if (more) {
-        free(b);
-        hbm_err_set(err, "%s: larger than 64 KiB", path);
-        return NULL;
-    }
-    b[n] = '\0';
-    *len = n;
-    return b;
+    char *b = NULL;
+    return hbm_read_file(path, 64 << 10, &b, len, err) < 0 ? NULL : b;
 }
 
 /* cert_file and key_file are relative to the config's folder, as the exporter toolkit has it. */

@@ -48,7 +48,7 @@ int hbm_run_capture(char *const argv[], char **out, size_t *len, hbm_err *err)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char *first = hbm_xstrndup(buf, 200);
-        hbm_err_set(err, "%s %s exited with status %d%s%s", argv[0], argv[1],
+        hbm_err_set(err, "%s %s exited with status %d%s%s", argv[0], argv[1] ? argv[1] : "",
                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
                     n ? ": " : "", hbm_trim(first));
         free(first);

@@ -22,6 +22,20 @@ typedef enum hbm_plan_platform {
     HBM_PLAN_PLATFORM_ASCEND, /* vllm-ascend on Huawei NPUs */
 } hbm_plan_platform;
 
+/* The serving engine whose start-up is planned: each has its own flags, defaults, memory
+ * rules, checks and words (src/plan/<engine>.c); the model, weights and KV layout are
+ * shared. */
+typedef enum hbm_plan_engine {
+    HBM_PLAN_ENGINE_VLLM = 0, /* vLLM, and vllm-ascend on Ascend */
+    HBM_PLAN_ENGINE_SGLANG,
+    HBM_PLAN_ENGINE_MINDIE,
+} hbm_plan_engine;
+
+/* "vllm", "sglang", "mindie" (static). */
+const char *hbm_plan_engine_name(hbm_plan_engine e);
+/* By name, case-insensitive; fails naming the engines the planner knows. */
+int hbm_plan_engine_parse(const char *name, hbm_plan_engine *out, hbm_err *err);
+
 /* ---- devices ------------------------------------------------------------------------- */
 
 /* One row of the device table: the memory the framework itself reports as total
@@ -161,6 +175,7 @@ typedef struct hbm_plan_holder {
 } hbm_plan_holder;
 
 typedef struct hbm_plan_input {
+    hbm_plan_engine engine;   /* default vLLM */
     const char *model_path;   /* borrowed: model directory or config.json */
     /* device: total as the framework sees it; free at start-up (HBM_UNKNOWN = all free) */
     hbm_plan_platform platform;
@@ -186,8 +201,9 @@ typedef struct hbm_plan_input {
     int enforce_eager;           /* -1 unset, 0, 1 */
     int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
     int64_t kv_cache_memory_bytes;
-    const char *vllm_version;    /* borrowed: "0.11.0"; NULL = newest rules; a release
-                                    outside the rules' range is refused */
+    const char *vllm_version;    /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
+                                    Ascend); NULL = newest rules; a release outside the
+                                    rules' range is refused */
     const char *served_model;    /* borrowed: model argument as given, for the flag line */
     /* flags given that change device memory but are not modelled (static table names);
      * filled by hbm_plan_args_from_argv, named in a note of the result */
@@ -210,7 +226,8 @@ typedef struct hbm_plan_input {
 /* Every field unset. */
 void hbm_plan_input_init(hbm_plan_input *in);
 
-/* Fills the serving flags (and model_path, when unset) from a command line such as
+/* Fills the serving flags of in->engine (and model_path, when unset) from its command line.
+ * For vLLM: a command line such as
  * `vllm serve MODEL --tensor-parallel-size 2 ...` or `python -m
  * vllm.entrypoints.openai.api_server --model MODEL ...`; accepts --flag=value and
  * underscore spellings. Other flags are skipped (with their value when the flag table says
@@ -253,6 +270,7 @@ typedef struct hbm_plan_launch {
 } hbm_plan_launch;
 
 typedef struct hbm_plan_result {
+    hbm_plan_engine engine;
     bool fits;
     hbm_plan_error *errors; /* owned */
     size_t nerrors;
@@ -313,7 +331,7 @@ int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
 /* `plan` JSON (docs/planner.md) (new reference). */
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r);
 
-/* ---- the vLLM flags the planner knows ---------------------------------------------------- */
+/* ---- the engine flags the planner knows ---------------------------------------------------- */
 
 typedef enum hbm_plan_flag_use {
     HBM_PLAN_FLAG_MODELLED = 1, /* read into hbm_plan_input */
@@ -327,14 +345,15 @@ typedef struct hbm_plan_flag {
     hbm_plan_flag_use use;
 } hbm_plan_flag;
 
-/* The whole table, in documentation order. */
-const hbm_plan_flag *hbm_plan_flags(size_t *n);
+/* The engine's whole table, in documentation order. */
+const hbm_plan_flag *hbm_plan_flags(hbm_plan_engine e, size_t *n);
 /* The entry for an argument as typed ("--max_model_len=8", "-O3", "--no-enable-prefix-caching",
  * "--compilation-config.cudagraph_mode"); NULL when unknown. *attached (may be NULL) says the
  * value is in the argument itself. */
-const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached);
+const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool *attached);
 /* The known name nearest to an unknown argument, from the table and extra (NULL-terminated,
  * may be NULL): a few edits away, or the one name it abbreviates; NULL when none is close. */
-const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra);
+const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg,
+                                  const char *const *extra);
 
 #endif

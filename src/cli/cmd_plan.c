@@ -180,10 +180,10 @@ fail:
     return -1;
 }
 
-static void list_flags(void)
+static void list_flags(hbm_plan_engine e)
 {
     size_t n;
-    const hbm_plan_flag *f = hbm_plan_flags(&n);
+    const hbm_plan_flag *f = hbm_plan_flags(e, &n);
     printf("%-44s %-6s %s\n", "FLAG", "VALUE", "USE");
     for (size_t i = 0; i < n; i++)
         printf("%-44s %-6s %s\n", f[i].name, f[i].value ? "yes" : "no",
@@ -199,11 +199,12 @@ static bool is_value(const char *w)
     return w && strcmp(w, "--") && (w[0] != '-' || !w[1] || isdigit((unsigned char)w[1]));
 }
 
-/* The vLLM flags among plan's own options, in order, read later as `serve ...`. */
+/* The engine's flags among plan's own options, in order, read later as `serve ...`. */
 typedef struct vllm_words {
     char **w;
     int n;
     const char **own; /* plan's own option names, for suggestions */
+    hbm_plan_engine engine;
 } vllm_words;
 
 /* An option not in plan's table: a vLLM flag the planner knows (and its value), else an
@@ -213,12 +214,15 @@ static int vllm_flag(void *ctx, char **words, int nwords)
     vllm_words *v = ctx;
     const char *a = words[0], *next = nwords > 1 ? words[1] : NULL;
     bool attached;
-    const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
+    const hbm_plan_flag *fl = hbm_plan_flag_find(v->engine, a, &attached);
     if (!fl) {
-        const char *near = hbm_plan_flag_suggest(a, v->own);
-        cli_errorf("plan: unknown option \"%s\"%s%s%s; vLLM flags the planner does not "
-                   "know go after '--' (hbmctl plan --list-flags)",
-                   a, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+        const char *near = hbm_plan_flag_suggest(v->engine, a, v->own);
+        cli_errorf("plan: unknown option \"%s\"%s%s%s; %s flags the planner does not "
+                   "know go after '--' (hbmctl plan%s%s --list-flags)",
+                   a, near ? " (did you mean " : "", near ? near : "", near ? "?)" : "",
+                   v->engine == HBM_PLAN_ENGINE_VLLM ? "vLLM" : hbm_plan_engine_name(v->engine),
+                   v->engine == HBM_PLAN_ENGINE_VLLM ? "" : " --engine ",
+                   v->engine == HBM_PLAN_ENGINE_VLLM ? "" : hbm_plan_engine_name(v->engine));
         return -1;
     }
     v->w[v->n++] = words[0];
@@ -239,7 +243,26 @@ typedef struct plan_args {
     int platform; /* index in platforms, -1 when not given */
     bool list_devices, list_flags;
     long serve;   /* planning backwards: requests to serve, 0 when not asked */
+    const char *engine;
 } plan_args;
+
+/* --engine before the rest is parsed: it says whose flags the other options are. */
+static int engine_of_argv(int argc, char **argv, hbm_plan_input *in)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        const char *name = NULL;
+        if (!strcmp(argv[i], "--engine") && i + 1 < argc)
+            name = argv[i + 1];
+        else if (!strncmp(argv[i], "--engine=", 9))
+            name = argv[i] + 9;
+        hbm_err err = {{0}};
+        if (name && hbm_plan_engine_parse(name, &in->engine, &err) < 0) {
+            cli_errorf("%s", err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 /* Parses argv into a and in (the vLLM flags, the model, a whole `vllm serve` line after
  * '--'). Returns CLI_CONTINUE or the exit code. */
@@ -264,9 +287,13 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         CLI_OPT(CLI_ENUM, "platform", 0, "P", &a->platform,
                 "cuda or ascend (with --mem; default cuda)", .choices = platforms,
                 .words = "cuda ascend"),
+        CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
+                "the serving engine whose start-up is planned: vllm (default)"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
                 "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
                 "on Ascend; others are refused; default the newest"),
+        CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,
+                "the same for the engine --engine names"),
         CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
                 "planning backwards: the cheapest launch (fewest devices, TP before\n"
                 "PP, then the lowest utilisation) that serves N concurrent requests\n"
@@ -283,7 +310,9 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
-    vllm_words v = {hbm_xcalloc((size_t)argc + 2, sizeof *v.w), 0, NULL};
+    if (engine_of_argv(argc, argv, in) < 0)
+        return CLI_EXIT_ERROR;
+    vllm_words v = {hbm_xcalloc((size_t)argc + 2, sizeof *v.w), 0, NULL, in->engine};
     v.w[v.n++] = "serve";
     cli_spec spec = {
         .cmd = "plan", .usage = "MODEL_DIR|config.json [OPTIONS] [vLLM FLAGS] [-- vllm serve ...]",
@@ -301,7 +330,7 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         v.w[v.n++] = args.args[i];
     hbm_err err = {{0}};
     if (rc == CLI_CONTINUE && a->list_flags) {
-        list_flags();
+        list_flags(in->engine);
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_CONTINUE && a->list_devices) {
         list_devices();

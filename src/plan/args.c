@@ -70,7 +70,7 @@ static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err
     return 0;
 }
 
-int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
+int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
 {
     int i = 0;
     /* skip the launcher: vllm serve, python -m ..., hbmctl's own "--" */
@@ -166,7 +166,7 @@ int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm
         } else {
             /* the table says whether the flag takes the next word; unknown ones stand alone */
             bool attached;
-            const hbm_plan_flag *fl = hbm_plan_flag_find(a, &attached);
+            const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
             if (fl && fl->value && !attached && has_v)
                 i++;
             if (fl && fl->use == HBM_PLAN_FLAG_UNMODELLED) {

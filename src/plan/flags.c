@@ -1,11 +1,13 @@
 /* The vLLM serving flags the planner knows: which it reads, which do not change device
- * memory, and which do but are not modelled; plus the nearest known name for a typo. The
- * table is what `hbmctl plan` accepts before `--` (docs/planner.md lists it). */
+ * memory, and which do but are not modelled; and, for every engine's table, the lookup of
+ * an argument as typed and the nearest known name for a typo. A table is what `hbmctl plan`
+ * accepts before `--` (docs/planner.md lists them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hbm/plan.h"
+#include "plan/plan_int.h"
 
 #define M HBM_PLAN_FLAG_MODELLED
 #define I HBM_PLAN_FLAG_IGNORED
@@ -13,7 +15,7 @@
 
 /* Read into hbm_plan_input first (they win ties in suggestions), then the rest by topic.
  * value: the flag takes the next word (or =VALUE). */
-static const hbm_plan_flag table[] = {
+const hbm_plan_flag plan_vllm_flags[] = {
     /* read by the planner */
     {"--model", true, M}, {"--tensor-parallel-size", true, M}, {"-tp", true, M},
     {"--pipeline-parallel-size", true, M}, {"-pp", true, M},
@@ -96,17 +98,13 @@ static const hbm_plan_flag table[] = {
     {"--disable-sliding-window", false, U}, {"--disable-hybrid-kv-cache-manager", false, U},
     {"--kv-sharing-fast-prefill", false, U}, {"--skip-mm-profiling", false, U},
     {"--enable-dbo", false, U}, {"--enable-multimodal-encoder-data-parallel", false, U},
+    {NULL, false, 0},
 };
 
 #undef M
 #undef I
 #undef U
 
-const hbm_plan_flag *hbm_plan_flags(size_t *n)
-{
-    *n = sizeof table / sizeof table[0];
-    return table;
-}
 
 /* "--max_model_len=8" -> "--max-model-len": vLLM reads '_' as '-' in flag names */
 static void canon(const char *in, char *out, size_t n)
@@ -117,34 +115,37 @@ static void canon(const char *in, char *out, size_t n)
     out[j] = 0;
 }
 
-static const hbm_plan_flag *lookup(const char *name)
+static const hbm_plan_flag *lookup(const plan_engine *pe, const char *name)
 {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (!strcmp(table[i].name, name))
-            return &table[i];
+    for (size_t i = 0; pe->flags[i].name; i++)
+        if (!strcmp(pe->flags[i].name, name))
+            return &pe->flags[i];
     return NULL;
 }
 
-const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached)
+const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool *attached)
 {
+    const plan_engine *pe = plan_engine_of(e);
+    if (!pe)
+        return NULL;
     char f[96];
     canon(arg, f, sizeof f);
     if (attached)
         *attached = strchr(arg, '=') != NULL;
-    const hbm_plan_flag *fl = lookup(f);
+    const hbm_plan_flag *fl = lookup(pe, f);
     if (fl)
         return fl;
     /* -O3: the compilation level joined to the short flag */
     if (!strncmp(f, "-O", 2) && f[2]) {
         if (attached && f[2] != '.')
             *attached = true;
-        return lookup("-O");
+        return lookup(pe, "-O");
     }
     /* --compilation-config.cudagraph_mode FULL: one key of a JSON flag */
     char *dot = strchr(f, '.');
     if (dot && dot > f + 2) {
         *dot = 0;
-        fl = lookup(f);
+        fl = lookup(pe, f);
         if (fl && fl->value)
             return fl;
         return NULL;
@@ -153,7 +154,7 @@ const hbm_plan_flag *hbm_plan_flag_find(const char *arg, bool *attached)
     if (!strncmp(f, "--no-", 5)) {
         char pos[96];
         snprintf(pos, sizeof pos, "--%s", f + 5);
-        fl = lookup(pos);
+        fl = lookup(pe, pos);
         if (fl && !fl->value)
             return fl;
     }
@@ -190,8 +191,10 @@ static void consider(const char *f, const char *name, const char **best, size_t 
     }
 }
 
-const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra)
+const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg,
+                                  const char *const *extra)
 {
+    const plan_engine *pe = plan_engine_of(e);
     char f[96];
     canon(arg, f, sizeof f);
     const char *best = NULL, *prefix = NULL;
@@ -199,8 +202,8 @@ const char *hbm_plan_flag_suggest(const char *arg, const char *const *extra)
     int nprefix = 0;
     for (size_t k = 0; extra && extra[k]; k++)
         consider(f, extra[k], &best, &bestd, &prefix, &nprefix);
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        consider(f, table[i].name, &best, &bestd, &prefix, &nprefix);
+    for (size_t i = 0; pe && pe->flags[i].name; i++)
+        consider(f, pe->flags[i].name, &best, &bestd, &prefix, &nprefix);
     if (best && bestd <= allowed_edits(f))
         return best;
     /* an abbreviation of exactly one name ("--max-model" for --max-model-len) */

@@ -341,10 +341,8 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                                   "block)"));
 }
 
-int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
+static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
 {
-    memset(res, 0, sizeof *res);
-    hbm_plan_model_init(&res->model);
     if (!in->model_path)
         return hbm_err_set(err, "no model: give a model directory or config.json");
     if (in->mem_total_bytes <= 0)
@@ -373,6 +371,14 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err)
     free(served);
     return 0;
 }
+
+const plan_engine plan_engine_vllm = {
+    .id = HBM_PLAN_ENGINE_VLLM,
+    .name = "vllm",
+    .flags = plan_vllm_flags,
+    .args = plan_vllm_args,
+    .run = vllm_run,
+};
 
 void hbm_plan_result_free(hbm_plan_result *r)
 {

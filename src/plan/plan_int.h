@@ -91,4 +91,25 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
 void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
                  const plan_view *v, hbm_plan_result *res);
 
+/* ---- engines (engine.c dispatches; one file of rules each) ---- */
+
+/* What one engine brings: its flag table and its own reading of a command line and of the
+ * start-up. run is given a zeroed result with its model initialised. */
+typedef struct plan_engine {
+    hbm_plan_engine id;
+    const char *name;           /* "vllm" */
+    const hbm_plan_flag *flags; /* its table, in documentation order, ending with a NULL name */
+    int (*args)(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
+    int (*run)(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
+} plan_engine;
+
+extern const plan_engine plan_engine_vllm;
+
+/* vLLM's flag table (flags.c) and its reading of a command line (args.c). */
+extern const hbm_plan_flag plan_vllm_flags[];
+int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
+
+/* The engine's entry; NULL when the planner does not know it. */
+const plan_engine *plan_engine_of(hbm_plan_engine id);
+
 #endif

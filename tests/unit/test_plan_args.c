@@ -67,41 +67,41 @@ static void test_flag_table(void **state)
 {
     (void)state;
     bool att;
-    const hbm_plan_flag *f = hbm_plan_flag_find("--max_model_len=8192", &att);
+    const hbm_plan_flag *f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--max_model_len=8192", &att);
     assert_non_null(f);
     assert_string_equal(f->name, "--max-model-len");
     assert_true(att);
-    f = hbm_plan_flag_find("--port", &att);
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--port", &att);
     assert_non_null(f);
     assert_true(f->value);
     assert_false(att);
     assert_int_equal(f->use, HBM_PLAN_FLAG_IGNORED);
-    f = hbm_plan_flag_find("--trust-remote-code", NULL);
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--trust-remote-code", NULL);
     assert_non_null(f);
     assert_false(f->value);
     /* vLLM's --no- form of a boolean, but not of a flag that takes a value */
-    f = hbm_plan_flag_find("--no-enable-prefix-caching", NULL);
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--no-enable-prefix-caching", NULL);
     assert_non_null(f);
     assert_string_equal(f->name, "--enable-prefix-caching");
-    assert_null(hbm_plan_flag_find("--no-port", NULL));
+    assert_null(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--no-port", NULL));
     /* -O3 carries its value; a JSON flag's key takes one */
-    f = hbm_plan_flag_find("-O3", &att);
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "-O3", &att);
     assert_non_null(f);
     assert_string_equal(f->name, "-O");
     assert_true(att);
     assert_int_equal(f->use, HBM_PLAN_FLAG_UNMODELLED);
-    f = hbm_plan_flag_find("--compilation-config.cudagraph_mode", &att);
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--compilation-config.cudagraph_mode", &att);
     assert_non_null(f);
     assert_string_equal(f->name, "--compilation-config");
     assert_false(att);
-    assert_null(hbm_plan_flag_find("--max-model-lne", NULL));
-    assert_null(hbm_plan_flag_find("--trust-remote-code.x", NULL)); /* keys of values only */
+    assert_null(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--max-model-lne", NULL));
+    assert_null(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--trust-remote-code.x", NULL)); /* keys of values only */
     /* every name is unique and found as itself */
     size_t n;
-    const hbm_plan_flag *all = hbm_plan_flags(&n);
+    const hbm_plan_flag *all = hbm_plan_flags(HBM_PLAN_ENGINE_VLLM, &n);
     assert_true(n > 100);
     for (size_t i = 0; i < n; i++) {
-        assert_ptr_equal(hbm_plan_flag_find(all[i].name, NULL), &all[i]);
+        assert_ptr_equal(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, all[i].name, NULL), &all[i]);
         for (size_t k = i + 1; k < n; k++)
             assert_string_not_equal(all[i].name, all[k].name);
     }
@@ -111,21 +111,21 @@ static void test_flag_suggest(void **state)
 {
     (void)state;
     const char *const own[] = {"--device", "--mem", "--free", NULL};
-    assert_string_equal(hbm_plan_flag_suggest("--devcie", own), "--device");
-    assert_string_equal(hbm_plan_flag_suggest("--max-model-lne", own), "--max-model-len");
-    assert_string_equal(hbm_plan_flag_suggest("--max_num_seq=4", own), "--max-num-seqs");
-    assert_string_equal(hbm_plan_flag_suggest("--tensor-paralel-size", NULL),
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--devcie", own), "--device");
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--max-model-lne", own), "--max-model-len");
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--max_num_seq=4", own), "--max-num-seqs");
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--tensor-paralel-size", NULL),
                         "--tensor-parallel-size");
-    assert_string_equal(hbm_plan_flag_suggest("--gpu-memory-utilisation", NULL),
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--gpu-memory-utilisation", NULL),
                         "--gpu-memory-utilization");
-    assert_string_equal(hbm_plan_flag_suggest("--tp", NULL), "-tp");
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--tp", NULL), "-tp");
     /* an abbreviation of exactly one name */
-    assert_string_equal(hbm_plan_flag_suggest("--max-num-batched", NULL),
+    assert_string_equal(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--max-num-batched", NULL),
                         "--max-num-batched-tokens");
     /* nothing close: no guess; short words allow one edit only */
-    assert_null(hbm_plan_flag_suggest("--zzqqxx", own));
-    assert_null(hbm_plan_flag_suggest("--abc", own));
-    assert_null(hbm_plan_flag_suggest("--max", NULL)); /* abbreviates many: no guess */
+    assert_null(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--zzqqxx", own));
+    assert_null(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--abc", own));
+    assert_null(hbm_plan_flag_suggest(HBM_PLAN_ENGINE_VLLM, "--max", NULL)); /* abbreviates many: no guess */
 }
 
 static void test_skipped_flags(void **state)

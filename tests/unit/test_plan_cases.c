@@ -1,8 +1,16 @@
-/* The planner against real vLLM start-ups (research/vllm-cases.jsonl): the prediction from
- * config, device and flags alone (never --kv-cache-memory-bytes), printed with its error
- * against vLLM's logged figure, within 5% unless the case is a documented miss
- * (docs/planner.md says why). Case numbers are line numbers (from 0) of that file; cases
- * from elsewhere name their public thread instead. */
+/* The planner against real start-ups: every case of the files of tests/fixtures/plan-cases (one
+ * file per engine or feature) is planned from its model's config, its device and the
+ * engine's own flags alone, and each figure the engine printed must be within 5% unless
+ * the case is a documented miss. The tables of docs/planner.md between the markers
+ * "<!-- cases FILE -->" and "<!-- end cases -->" are this test's output: it fails when
+ * they differ, and HBM_PLAN_CASES_WRITE=1 rewrites them.
+ *
+ * A case: {id, source (public URL), name (the model as published), model (fixture
+ * directory), device (table name) or mem_gib [+ free_gib, platform], engine (default
+ * vllm), version, assumed (what the source does not state), args (the engine's flags,
+ * one word each), want {tokens, kv_gib, blocks, error}, kv_only (the engine failed after
+ * sizing the KV cache: only its figures count), known_miss (why), what}. */
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,160 +20,317 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "hbm/plan.h"
 
 #define GIB 1073741824.0
 #define FIX "tests/fixtures/models/"
-
-typedef struct pcase {
-    int line;               /* line of vllm-cases.jsonl, from 0 */
-    const char *model;      /* fixture directory */
-    const char *device;     /* device table name */
-    const char *version;    /* vLLM release (assumed where the case does not say: see docs) */
-    int64_t tp;
-    double util;            /* NAN: vLLM's default */
-    int64_t mml;            /* -1: the model's */
-    int64_t want_tokens;    /* vLLM's "GPU KV cache size", -1 when not logged */
-    double want_kv_gib;     /* vLLM's "Available KV cache memory", NAN when not logged */
-    const char *want_error; /* error kind vLLM raised, NULL when it started */
-    bool known_miss;        /* outside 5%, explained in docs/planner.md */
-    int64_t pp;             /* 0: 1 */
-    bool eager;             /* --enforce-eager */
-    bool kv_only;           /* vLLM failed after sizing the KV cache: only its figures count */
-    const char *source;     /* public thread of a case not in vllm-cases.jsonl (line -1) */
-} pcase;
-
-static const pcase cases[] = {
-    {0, "qwen2-7b-instruct", "A100-80G", "0.10.1", 1, 0.25, 16384, 93872, 5.01, NULL, false, 0,
-     false, false, NULL},
-    {1, "qwen2-7b-instruct", "A100-80G", "0.10.1", 2, 0.25, 16384, 450192, 12.02, NULL, false, 0,
-     false, false, NULL},
-    {2, "qwen2-7b-instruct", "A100-40G", "0.10.1", 2, 0.5, 16384, 412944, 11.03, NULL, true, 0,
-     false, false, NULL},
-    {4, "qwen2.5-32b", "A100-80G", "0.10.1", 1, NAN, 16384, -1, 9.70, NULL, false, 0, false, false,
-     NULL},
-    {6, "llama-3.1-8b-instruct", "H100-80G", "0.11.0", 1, 0.9, 16000, -1, 51.38, NULL, false, 0,
-     false, false, NULL},
-    {7, "llama-3.3-70b-instruct-fp8-dynamic", "H100-80G", "0.11.0", 1, 0.9, 16000, -1, -1.44,
-     "no_kv_memory", false, 0, false, false, NULL},
-    {8, "qwen3-32b", "H100-80G", "0.11.0", 1, 0.9, 16000, -1, 4.45, NULL, false, 0, false, false,
-     NULL},
-    {9, "qwen3-32b", "H100-80G", "0.11.0", 1, 0.9, 32000, -1, NAN, "max_model_len", false, 0,
-     false, false, NULL},
-    {10, "qwen3-0.6b", "H100-80G", "0.11.0", 1, 0.9, 16000, -1, 64.45, NULL, false, 0, false,
-     false, NULL},
-    {13, "llama-3.1-8b-instruct", "3090", "0.6.4", 1, 0.9, 20000, 31232, 3.81, NULL, false, 0,
-     false, false, NULL},
-    {14, "llama-3.1-8b-instruct", "3090", "0.6.4", 1, 0.9, 29000, 23648, 2.89, "max_model_len",
-     false, 0, false, false, NULL},
-    {26, "qwen3-0.6b", "H100-80G", "0.11.0", 1, 0.9, 32000, -1, 64.45, NULL, false, 0, false,
-     false, NULL},
-    /* MoE at TP > 1 on PCIe cards. vllm#17469: vLLM 0.8.5 printed no budget line; graph
-     * capture, outside the budget in that release, then ran out of memory */
-    {-1, "qwen3-30b-a3b", "A10", "0.8.5", 4, NAN, 8192, 198784, NAN, NULL, false, 0, false,
-     true, "vllm#17469"},
-    /* vllm#20665: DeepSeek-V2-Lite (the Chat fixture: the same architecture), a build between
-     * 0.9.2 and 0.10.0; tokens as the first stage printed them, the budget of the last stage
-     * (lm_head and sampler), the smaller one that sizes the cache */
-    {-1, "deepseek-v2-lite-chat", "L4", "0.9.2", 2, NAN, 1024, 807792, 11.33, NULL, false, 2,
-     true, false, "vllm#20665"},
-};
-
-static void run_case(const pcase *c, hbm_plan_result *r)
-{
-    hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    char path[256];
-    snprintf(path, sizeof path, FIX "%s", c->model);
-    in.model_path = path;
-    const hbm_plan_device *d = hbm_plan_device_find(c->device);
-    assert_non_null(d);
-    in.device_name = d->name;
-    in.platform = d->platform;
-    in.mem_total_bytes = d->total_bytes;
-    in.large_device = d->large_class;
-    in.vllm_version = c->version;
-    in.tensor_parallel_size = c->tp;
-    in.gpu_memory_utilization = c->util;
-    in.max_model_len = c->mml;
-    if (c->pp > 0)
-        in.pipeline_parallel_size = c->pp;
-    if (c->eager)
-        in.enforce_eager = 1;
-    hbm_err err = {{0}};
-    int rc = hbm_plan_run(&in, r, &err);
-    if (rc < 0)
-        fail_msg("case %d %s: %s", c->line, c->source ? c->source : "", err.msg);
-}
+#define CASES "tests/fixtures/plan-cases/"
+#define DOC "docs/planner.md"
+#define MAX_ARGS 64
 
 static double pct(double got, double want)
 {
     return 100.0 * (got - want) / fabs(want);
 }
 
+/* A growing text (the generated tables). */
+typedef struct text {
+    char *s;
+    size_t len;
+} text;
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0);
+    t->s = hbm_xrealloc(t->s, t->len + (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+static void commas(char *buf, size_t n, long long v)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
+    size_t l = strlen(raw), j = 0;
+    if (v < 0 && j + 1 < n)
+        buf[j++] = '-';
+    for (size_t i = 0; i < l && j + 1 < n; i++) {
+        if (i && (l - i) % 3 == 0 && j + 1 < n)
+            buf[j++] = ',';
+        buf[j++] = raw[i];
+    }
+    buf[j] = 0;
+}
+
+/* The plan input of one case; argv words are borrowed from the case's JSON. */
+static void case_input(const char *where, const json_t *c, hbm_plan_input *in, char *path,
+                       size_t pathlen, char **argv, int *argc)
+{
+    hbm_plan_input_init(in);
+    const char *model = str(c, "model"), *engine = str(c, "engine");
+    if (!model || !str(c, "id") || !str(c, "source") || !str(c, "name"))
+        fail_msg("%s: a case needs id, source, name and model", where);
+    hbm_err err = {{0}};
+    if (engine && hbm_plan_engine_parse(engine, &in->engine, &err) < 0)
+        fail_msg("%s: %s", where, err.msg);
+    snprintf(path, pathlen, FIX "%s", model);
+    in->model_path = path;
+    const char *dev = str(c, "device");
+    if (dev) {
+        const hbm_plan_device *d = hbm_plan_device_find(dev);
+        if (!d)
+            fail_msg("%s: device %s is not in the table", where, dev);
+        in->device_name = d->name;
+        in->platform = d->platform;
+        in->mem_total_bytes = d->total_bytes;
+        in->large_device = d->large_class;
+    } else {
+        json_t *mem = json_object_get(c, "mem_gib");
+        if (!json_is_number(mem))
+            fail_msg("%s: a case needs device or mem_gib", where);
+        in->mem_total_bytes = (int64_t)(json_number_value(mem) * GIB);
+        const char *plat = str(c, "platform");
+        in->platform = plat && !strcmp(plat, "ascend") ? HBM_PLAN_PLATFORM_ASCEND
+                                                        : HBM_PLAN_PLATFORM_CUDA;
+    }
+    json_t *fr = json_object_get(c, "free_gib");
+    if (json_is_number(fr))
+        in->mem_free_bytes = (int64_t)(json_number_value(fr) * GIB);
+    in->vllm_version = str(c, "version");
+    json_t *args = json_object_get(c, "args");
+    *argc = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(args, i, w) {
+        if (!json_is_string(w) || *argc >= MAX_ARGS)
+            fail_msg("%s: args must be at most %d strings", where, MAX_ARGS);
+        argv[(*argc)++] = (char *)json_string_value(w);
+    }
+    /* a flag the engine does not know would be skipped: the case would not say what it
+     * seems to */
+    for (int k = 0; k < *argc; k++) {
+        bool attached;
+        const hbm_plan_flag *f = argv[k][0] == '-' ? hbm_plan_flag_find(in->engine, argv[k],
+                                                                        &attached)
+                                                   : NULL;
+        if (argv[k][0] == '-' && !f)
+            fail_msg("%s: %s is not a %s flag the planner knows", where, argv[k],
+                     hbm_plan_engine_name(in->engine));
+        if (f && f->value && !attached)
+            k++;
+    }
+    if (hbm_plan_args_from_argv(in, *argc, argv, &err) < 0)
+        fail_msg("%s: %s", where, err.msg);
+}
+
+static bool has_error(const hbm_plan_result *r, const char *kind)
+{
+    for (size_t k = 0; k < r->nerrors; k++)
+        if (!strcmp(r->errors[k].kind, kind))
+            return true;
+    return false;
+}
+
+/* One figure: the printed and predicted cells, the error cell; false when outside 5%. */
+static bool figure(text *want, text *got, text *errs, const char *unit, double w, double g,
+                   double base)
+{
+    char a[32], b[32];
+    if (!strcmp(unit, "GiB")) {
+        snprintf(a, sizeof a, "%.2f GiB", w);
+        snprintf(b, sizeof b, "%.2f GiB", g);
+    } else {
+        commas(a, sizeof a, (long long)w);
+        commas(b, sizeof b, (long long)g);
+        strncat(a, " ", sizeof a - strlen(a) - 1);
+        strncat(a, unit, sizeof a - strlen(a) - 1);
+        strncat(b, " ", sizeof b - strlen(b) - 1);
+        strncat(b, unit, sizeof b - strlen(b) - 1);
+    }
+    /* a negative budget is a shortfall: its error is against the memory it is carved from */
+    double e = w > 0 ? pct(g, w) : 100.0 * (g - w) / base;
+    put(want, "%s%s", want->len ? " / " : "", a);
+    put(got, "%s%s", got->len ? " / " : "", b);
+    put(errs, "%s%+.2f%%%s", errs->len ? " / " : "", e, w > 0 ? "" : " of the budget");
+    return fabs(e) <= 5.0;
+}
+
+/* Plans one case, checks it, appends its row; returns the figures checked. */
+static int run_case(const char *where, const json_t *c, text *table)
+{
+    hbm_plan_input in;
+    char path[512];
+    char *argv[MAX_ARGS];
+    int argc;
+    case_input(where, c, &in, path, sizeof path, argv, &argc);
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    if (hbm_plan_run(&in, &r, &err) < 0)
+        fail_msg("%s: %s", where, err.msg);
+    json_t *want = json_object_get(c, "want");
+    const char *werr = str(want, "error"), *miss = str(c, "known_miss");
+    bool kv_only = json_is_true(json_object_get(c, "kv_only"));
+    text w = {0}, g = {0}, e = {0};
+    bool ok = true;
+    int checked = 0;
+    json_t *v;
+    if (json_is_integer(v = json_object_get(want, "tokens")))
+        checked++, ok &= figure(&w, &g, &e, "tok", (double)json_integer_value(v),
+                                (double)r.kv_cache_tokens, 1);
+    if (json_is_integer(v = json_object_get(want, "blocks")))
+        checked++, ok &= figure(&w, &g, &e, "blocks", (double)json_integer_value(v),
+                                (double)r.num_blocks, 1);
+    if (json_is_number(v = json_object_get(want, "kv_gib")))
+        checked++, ok &= figure(&w, &g, &e, "GiB", json_number_value(v),
+                                (double)r.kv_cache_bytes / GIB, (double)r.requested_bytes / GIB);
+    const char *verdict = r.fits ? "starts" : r.nerrors ? r.errors[0].kind : "fails";
+    if (werr) {
+        bool same = has_error(&r, werr) && !r.fits;
+        put(&w, "%sfails: %s", w.len ? ", " : "", werr);
+        put(&g, "%s%s%s", g.len ? ", " : "", r.fits ? "" : "fails: ", verdict);
+        put(&e, "%s%s", e.len ? ", " : "", same ? "same error" : "DIFFERS");
+        ok &= same;
+    } else if (kv_only) {
+        put(&w, ", then fails");
+    } else {
+        ok &= r.fits;
+    }
+    if (checked == 0 && !werr)
+        fail_msg("%s: want names no figure", where);
+    const char *id = str(c, "id"), *dev = str(c, "device"), *ver = str(c, "version");
+    printf("%-22s %-26.26s %-10s %s\n        printed %s\n        planned %s: %s\n", id,
+           str(c, "name"), dev ? dev : "(mem)", ver ? ver : "newest", w.s, g.s, e.s);
+    if (!ok && !miss)
+        fail_msg("%s: %s is outside 5%% or has the wrong verdict (%s against %s)", where, id,
+                 g.s, w.s);
+    if (miss)
+        printf("        known miss (docs/planner.md): %s\n", ok ? "now within 5%" : "outside 5%");
+    /* the row: what was launched, what the engine printed, what the plan says */
+    text flags = {0};
+    for (int k = 0; k < argc; k++)
+        put(&flags, "%s%s", k ? " " : "", argv[k]);
+    char mem[48] = "";
+    if (!dev)
+        snprintf(mem, sizeof mem, "%.2f GiB", (double)in.mem_total_bytes / GIB);
+    const char *what = str(c, "what");
+    put(table, "| [%s](%s) | %s | %s | %s%s | %s%s%s%s%s | %s | %s | %s%s%s |\n", id,
+        str(c, "source"), str(c, "name"), dev ? dev : mem, ver ? ver : "newest",
+        str(c, "assumed") ? " (assumed)" : "", flags.s ? "`" : "", flags.s ? flags.s : "",
+        flags.s ? "`" : "", flags.s && what ? "; " : "", what ? what : "", w.s, g.s,
+        miss ? "**" : "", e.s, miss ? " (miss)**" : "");
+    free(w.s), free(g.s), free(e.s), free(flags.s);
+    hbm_plan_result_free(&r);
+    return checked;
+}
+
+/* Runs one file of cases into its table. */
+static int run_file(const char *file, text *table, int *misses)
+{
+    char p[512];
+    snprintf(p, sizeof p, CASES "%s", file);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        fail_msg("%s: cannot open", p);
+    put(table, "| case | model | device | release | flags | printed | planned | error |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    char line[8192];
+    int n = 0, checked = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        char where[600];
+        snprintf(where, sizeof where, "%s:%d", p, n);
+        json_error_t je;
+        json_t *c = json_loads(line, 0, &je);
+        if (!c)
+            fail_msg("%s: %s", where, je.text);
+        checked += run_case(where, c, table);
+        *misses += json_object_get(c, "known_miss") != NULL;
+        json_decref(c);
+    }
+    fclose(f);
+    if (n < 3)
+        fail_msg("%s: %d cases; every engine and feature has at least three", p, n);
+    return checked;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every table in the doc, regenerated; rewrites the doc when asked. */
 static void test_cases(void **state)
 {
     (void)state;
-    int misses = 0, checked = 0;
-    printf("%-10s %-34s %-9s %-5s %12s %12s %8s\n", "case", "model", "device", "what", "vLLM",
-           "predicted", "error");
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const pcase *c = &cases[i];
-        hbm_plan_result r;
-        run_case(c, &r);
-        char id[16];
-        if (c->source)
-            snprintf(id, sizeof id, "%s", c->source);
-        else
-            snprintf(id, sizeof id, "%d", c->line);
-        bool ok = true;
-        if (c->want_tokens > 0) {
-            double e = pct((double)r.kv_cache_tokens, (double)c->want_tokens);
-            printf("%-10s %-34s %-9s %-5s %12lld %12lld %+7.2f%%\n", id, c->model, c->device,
-                   "tok", (long long)c->want_tokens, (long long)r.kv_cache_tokens, e);
-            ok &= fabs(e) <= 5.0;
-            checked++;
-        }
-        if (!isnan(c->want_kv_gib)) {
-            double got = (double)r.kv_cache_bytes / GIB;
-            /* a negative budget is a shortfall: its error is measured against the
-             * requested memory, the figure it is carved from */
-            double e = c->want_kv_gib > 0 ? pct(got, c->want_kv_gib)
-                                          : 100.0 * (got - c->want_kv_gib) /
-                                                ((double)r.requested_bytes / GIB);
-            printf("%-10s %-34s %-9s %-5s %12.2f %12.2f %+7.2f%%\n", id, c->model,
-                   c->device, c->want_kv_gib > 0 ? "KVGiB" : "short", c->want_kv_gib, got, e);
-            ok &= fabs(e) <= 5.0;
-            checked++;
-        }
-        if (c->want_error) {
-            bool found = false;
-            for (size_t k = 0; k < r.nerrors; k++)
-                found |= !strcmp(r.errors[k].kind, c->want_error);
-            printf("%-10s %-34s %-9s %-5s %12s %12s %8s\n", id, c->model, c->device, "fails",
-                   c->want_error, r.nerrors ? r.errors[0].kind : "(starts)",
-                   found ? "same" : "DIFFERS");
-            ok &= found && !r.fits;
-            if (r.nerrors)
-                printf("      %s\n", r.errors[0].message);
-        } else if (c->kv_only) {
-            printf("%-10s %-34s %-9s %-5s %12s %12s\n", id, c->model, c->device, "later",
-                   "fails", r.fits ? "(starts)" : r.errors[0].kind);
-        } else {
-            ok &= r.fits;
-        }
-        if (c->known_miss) {
-            printf("      known miss (docs/planner.md): %s\n", ok ? "now within 5%" : "outside 5%");
-            misses++;
-        } else if (!ok) {
-            hbm_plan_result_free(&r);
-            fail_msg("case %s (%s on %s) is outside 5%% or has the wrong verdict", id, c->model,
-                     c->device);
-        }
-        hbm_plan_result_free(&r);
+    DIR *d = opendir(CASES);
+    assert_non_null(d);
+    char *files[64];
+    size_t nf = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && nf < 64) {
+        size_t l = strlen(e->d_name);
+        if (l > 6 && !strcmp(e->d_name + l - 6, ".jsonl"))
+            files[nf++] = hbm_xstrdup(e->d_name);
     }
-    printf("%d figures checked, %d documented misses\n", checked, misses);
+    closedir(d);
+    qsort(files, nf, sizeof *files, by_name);
+    size_t doclen;
+    hbm_err err = {{0}};
+    char *doc = NULL;
+    if (hbm_read_file(DOC, 1 << 22, &doc, &doclen, &err) < 0)
+        fail_msg("%s", err.msg);
+    int checked = 0, misses = 0, stale = 0;
+    for (size_t i = 0; i < nf; i++) {
+        text table = {0};
+        checked += run_file(files[i], &table, &misses);
+        char begin[128];
+        snprintf(begin, sizeof begin, "<!-- cases %s -->\n", files[i]);
+        char *b = strstr(doc, begin), *end = b ? strstr(b, "<!-- end cases -->") : NULL;
+        if (!end)
+            fail_msg("%s has no \"%s\" ... \"<!-- end cases -->\" for its table", DOC, begin);
+        b += strlen(begin);
+        if ((size_t)(end - b) != table.len || memcmp(b, table.s, table.len)) {
+            stale++;
+            printf("%s: the table of %s is not what the cases give now\n", DOC, files[i]);
+            size_t off = (size_t)(b - doc), tail = strlen(end);
+            char *nd = hbm_xcalloc(off + table.len + tail + 1, 1);
+            memcpy(nd, doc, off);
+            memcpy(nd + off, table.s, table.len);
+            memcpy(nd + off + table.len, end, tail + 1);
+            free(doc);
+            doc = nd;
+        }
+        free(table.s);
+        free(files[i]);
+    }
+    printf("%d figures checked in %zu files, %d documented misses\n", checked, nf, misses);
+    const char *write = getenv("HBM_PLAN_CASES_WRITE");
+    if (stale && write && !strcmp(write, "1")) {
+        FILE *f = fopen(DOC, "w");
+        assert_non_null(f);
+        fputs(doc, f);
+        assert_int_equal(fclose(f), 0);
+        printf("%s rewritten\n", DOC);
+    } else if (stale) {
+        free(doc);
+        fail_msg("%d tables of %s are stale: HBM_PLAN_CASES_WRITE=1 build/test_plan_cases "
+                 "(from the source directory) rewrites them",
+                 stale, DOC);
+    }
+    free(doc);
 }
 
 /* vllm-cases line 15 (device not stated): only the bytes -> tokens step can be checked,

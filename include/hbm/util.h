@@ -55,6 +55,11 @@ const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes);
  * path "-" reads standard input. */
 int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err);
 
+/* Writes len bytes to a file beside path (created with mode, never through a link),
+ * syncs it and renames it over path, so a reader sees the old file or the whole new one. */
+int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mode,
+                          hbm_err *err);
+
 /* Runs argv (PATH searched) and captures its stdout, at most 16 MiB; stderr passes through.
  * A status other than 0 is an error naming argv[0], argv[1], the status and the first
  * output. *out (NUL-terminated) is the caller's to free. */

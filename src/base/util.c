@@ -227,6 +227,48 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
     return 0;
 }
 
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mode,
+                          hbm_err *err)
+{
+    char *tmp = hbm_xasprintf("%s.%d.tmp", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return hbm_err_set(err, "%s: %s", path, strerror(e));
+    }
+    int rc = write_all(fd, data, len);
+    if (rc == 0)
+        rc = fsync(fd);
+    int e = errno;
+    if (close(fd) < 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc == 0 && rename(tmp, path) < 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc < 0)
+        unlink(tmp);
+    free(tmp);
+    return rc < 0 ? hbm_err_set(err, "%s: %s", path, strerror(e)) : 0;
+}
+
 double hbm_now_mono(void)
 {
     struct timespec ts;

@@ -48,15 +48,14 @@ int cmd_snapshot(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     /* Written beside the target and renamed, so a reader never sees half a snapshot. */
-    char *tmp = hbm_xasprintf("%s.tmp.%d", out, (int)getpid());
-    rc = json_dump_file(doc, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(doc);
-    if (rc < 0 || rename(tmp, out) < 0) {
-        cli_errorf("snapshot: cannot write %s: %s", out, strerror(errno));
-        unlink(tmp);
-        free(tmp);
+    hbm_err err = {{0}};
+    rc = hbm_write_file_atomic(out, text, strlen(text), 0644, &err);
+    free(text);
+    if (rc < 0) {
+        cli_errorf("snapshot: cannot write %s", err.msg);
         return CLI_EXIT_ERROR;
     }
-    free(tmp);
     return CLI_EXIT_OK;
 }

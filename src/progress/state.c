@@ -105,20 +105,6 @@ int hbm_progress_state_load(const char *path, const char *raw_url, hbm_progress 
     return 1;
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static char *state_text(const char *url, const hbm_progress *track)
 {
     json_t *j = json_object();
@@ -158,32 +144,8 @@ int hbm_progress_state_save(const char *path, const char *raw_url, const hbm_pro
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
             return hbm_err_set(err, "state directory %s: %s", dir, strerror(errno));
     }
-    char *tmp = hbm_xasprintf("%s.%d.tmp", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return hbm_err_set(err, "state file %s: %s", path, strerror(e));
-    }
     char *s = state_text(url, track);
-    int rc = write_all(fd, s, strlen(s));
+    int rc = hbm_write_file_atomic(path, s, strlen(s), 0644, err);
     free(s);
-    if (rc == 0)
-        rc = fsync(fd);
-    int e = errno;
-    if (close(fd) < 0 && rc == 0) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc == 0 && rename(tmp, path) < 0) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc < 0) {
-        unlink(tmp);
-        free(tmp);
-        return hbm_err_set(err, "state file %s: %s", path, strerror(e));
-    }
-    free(tmp);
-    return 0;
+    return rc < 0 ? hbm_err_prefix(err, "state file") : 0;
 }

@@ -140,16 +140,11 @@ int hbm_history_save(const char *path, const hbm_history *h, hbm_err *err)
         json_array_append_new(devs, e);
     }
     json_object_set_new(root, "devices", devs);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-    int rc = json_dump_file(root, tmp, JSON_COMPACT);
+    char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
-    if (rc < 0 || rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        return hbm_err_set(err, "%s: %s", path, rc < 0 ? "cannot write" : strerror(e));
-    }
-    return 0;
+    int rc = hbm_write_file_atomic(path, text, strlen(text), 0644, err);
+    free(text);
+    return rc;
 }
 
 hbm_leak_status hbm_history_judge(const hbm_history_dev *d, const hbm_leak_params *p)

@@ -236,6 +236,15 @@ void hbm_plan_input_init(hbm_plan_input *in);
  * naming it. */
 int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
 
+/* vLLM's "non-default args: {...}" log line (the repr of a Python dict) as the command-line
+ * words that produced it: 'max_num_seqs': 1024 gives "--max-num-seqs" "1024", True the flag
+ * alone, False "--no-..."; None and model_tag are dropped; strings lose their quotes; lists and
+ * dicts become JSON text. *argv (NULL-terminated, *argc words) is owned: hbm_plan_argv_free.
+ * Fails on text that is not such a dict, naming the column. */
+int hbm_plan_argv_from_pydict(const char *text, size_t len, char ***argv, int *argc,
+                              hbm_err *err);
+void hbm_plan_argv_free(char **argv, int argc);
+
 /* One start-up check that fails, in vLLM's words. */
 typedef struct hbm_plan_error {
     char kind[32];  /* free_memory, no_kv_memory, max_model_len, weights_oom */

@@ -185,6 +185,51 @@ static void test_devices(void **state)
     }
 }
 
+/* The "non-default args" line of a vLLM log, read back as the words of its launch and
+ * then as the plan's flags. */
+static void test_log_args(void **state)
+{
+    (void)state;
+    const char *line = "{'model_tag': 'Qwen/Qwen3-32B', 'port': 8000, 'model': 'Qwen/Qwen3-32B', "
+                       "'max_num_seqs': 1024, 'enforce_eager': True, "
+                       "'enable_prefix_caching': False, 'quantization': None, "
+                       "'limit_mm_per_prompt': {'image': 0}, 'served_model_name': ['a', \"b's\"], "
+                       "'gpu_memory_utilization': 0.85, }";
+    char **argv;
+    int argc;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_argv_from_pydict(line, strlen(line), &argv, &argc, &err), 0);
+    const char *want[] = {"--port", "8000", "--model", "Qwen/Qwen3-32B", "--max-num-seqs", "1024",
+                          "--enforce-eager", "--no-enable-prefix-caching",
+                          "--limit-mm-per-prompt", "{\"image\":0}", "--served-model-name",
+                          "[\"a\",\"b's\"]", "--gpu-memory-utilization", "0.85"};
+    assert_int_equal(argc, (int)(sizeof want / sizeof want[0]));
+    for (int i = 0; i < argc; i++)
+        assert_string_equal(argv[i], want[i]);
+    assert_null(argv[argc]);
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, argc, argv, &err), 0);
+    assert_int_equal(in.max_num_seqs, 1024);
+    assert_int_equal(in.enforce_eager, 1);
+    assert_true(fabs(in.gpu_memory_utilization - 0.85) < 1e-9);
+    assert_string_equal(in.model_path, "Qwen/Qwen3-32B");
+    hbm_plan_argv_free(argv, argc);
+
+    const char *bad[] = {"['model', 1]", "{'model': 'x'", "{'a' 1}", "{model: 1}",
+                         "{'a': 1} tail", "{'a': [1, (2, 3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.msg[0] = 0;
+        assert_int_equal(hbm_plan_argv_from_pydict(bad[i], strlen(bad[i]), &argv, &argc, &err),
+                         -1);
+        assert_non_null(strstr(err.msg, "column"));
+    }
+    assert_int_equal(hbm_plan_argv_from_pydict("{}", 2, &argv, &argc, &err), 0);
+    assert_int_equal(argc, 0);
+    assert_null(argv[0]);
+    hbm_plan_argv_free(argv, argc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +239,7 @@ int main(void)
         cmocka_unit_test(test_flag_suggest),
         cmocka_unit_test(test_skipped_flags),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_log_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,6 +286,11 @@ typedef struct hbm_plan_result {
 
     int64_t weights_bytes;
     int64_t activation_bytes;
+    /* the dummy sampler over sampler_rows requests (logits of the whole vocabulary, the
+     * sampler's own buffers, the hidden states it keeps): part of activation_bytes when it
+     * is the larger, and run again after the KV cache is allocated */
+    int64_t sampler_bytes;
+    int64_t sampler_rows;
     int64_t non_torch_bytes;
     int64_t graph_bytes;      /* charged to the budget (0 with --enforce-eager) */
     int64_t graph_outside_bytes; /* captured after the budget (older versions): not charged */

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "explain_plan.h"
 #include "hbm/explain.h"
 #include "wrap.h"
 
@@ -55,7 +56,8 @@ static void print_list(const hbm_catalog *cat, const char *path, bool json)
     }
 }
 
-static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
+static void print_finding(const hbm_explain_report *rep, size_t idx,
+                          const explain_plan_figures *fig, bool color)
 {
     const hbm_explain_finding *f = &rep->findings[idx];
     const char *c = "", *r = "";
@@ -114,6 +116,11 @@ static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
             wrap(lead, 6, f->remedies[k]);
         }
     }
+    if (fig->nlines) {
+        printf("    the planner's figures for this launch:\n");
+        for (size_t k = 0; k < fig->nlines; k++)
+            wrap("- ", 6, fig->lines[k]);
+    }
     if (f->live) {
         json_t *src = json_object_get(f->live, "source");
         printf("    now (%s):\n", json_string_value(src) ? json_string_value(src) : "live");
@@ -123,7 +130,8 @@ static void print_finding(const hbm_explain_report *rep, size_t idx, bool color)
     printf("\n");
 }
 
-static void print_report(const char *path, const hbm_explain_report *rep, const char *live_note)
+static void print_report(const char *path, const hbm_explain_report *rep,
+                         const explain_plan_figures *figs, const char *live_note)
 {
     bool color = cli_color(stdout);
     char *name = hbm_xasprintf("%s:", strcmp(path, "-") == 0 ? "(stdin)" : path);
@@ -149,7 +157,7 @@ static void print_report(const char *path, const hbm_explain_report *rep, const 
         cli_print_path(stdout, "", name, rest);
         printf("\n");
         for (size_t i = 0; i < rep->nfindings; i++)
-            print_finding(rep, i, color);
+            print_finding(rep, i, &figs[i], color);
     }
     if (rep->cut_lines)
         printf("note: %llu line%s longer than %d bytes were read only up to that length.\n",
@@ -197,6 +205,74 @@ static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *ob
     return src;
 }
 
+/* The report of one log, with the live checks and the planner's figures, printed. */
+static void explain_output(const cli_common *c, int mode, const hbm_catalog *cat,
+                           const char *cat_path, const char *path, hbm_explain_report *rep,
+                           const explain_plan_opts *po)
+{
+    char note[1400] = "";
+    if (c->src.snapshot && mode == LIVE_AUTO)
+        mode = LIVE_ON;
+    if (mode != LIVE_OFF && hbm_explain_report_wants_live(rep)) {
+        hbm_obs obs;
+        hbm_obs_init(&obs);
+        char src[300];
+        const char *source = observe_live(c, mode, &obs, note, sizeof note, src, sizeof src);
+        if (source)
+            hbm_explain_live_apply(rep, cat, &obs,
+                                   c->src.snapshot ? NULL
+                                   : c->src.root   ? c->src.root
+                                                   : hbm_host_env_root(),
+                                   source);
+        hbm_obs_free(&obs);
+    }
+    explain_plan_figures *figs = explain_plan(rep, po);
+    if (c->json) {
+        json_t *j = hbm_explain_report_json(rep);
+        json_t *found = json_object_get(j, "findings");
+        for (size_t i = 0; i < rep->nfindings; i++)
+            if (figs[i].json)
+                json_object_set(json_array_get(found, i), "plan", figs[i].json);
+        json_object_set_new(j, "log", json_string(strcmp(path, "-") == 0 ? "-" : path));
+        json_object_set_new(j, "catalog", json_string(cat_path));
+        json_object_set_new(j, "live_note", note[0] ? json_string(note) : json_null());
+        cli_json_out(j);
+    } else {
+        print_report(path, rep, figs, note[0] ? note : NULL);
+    }
+    explain_plan_free(figs, rep->nfindings);
+}
+
+static int explain_main(const cli_common *c, int mode, const char *catalog, bool list,
+                        const char *log, const explain_plan_opts *po)
+{
+    hbm_err err = {{0}};
+    char *cat_path = NULL;
+    const char *origin = NULL;
+    hbm_catalog *cat = NULL;
+    int rc = CLI_EXIT_ERROR;
+    const char *path = log ? log : "-";
+    hbm_explain_report rep;
+    if (hbm_explain_catalog_locate(catalog, &cat_path, &origin, &err) < 0 ||
+        hbm_explain_catalog_load(cat_path, &cat, &err) < 0) {
+        cli_errorf("explain: %s", err.msg);
+    } else if (list) {
+        print_list(cat, cat_path, c->json);
+        rc = CLI_EXIT_OK;
+    } else if (!log && isatty(STDIN_FILENO)) {
+        cli_errorf("explain: give a LOG file, or - to read standard input");
+    } else if (hbm_explain_scan_path(cat, path, &rep, &err) < 0) {
+        cli_errorf("explain: %s", err.msg);
+    } else {
+        explain_output(c, mode, cat, cat_path, path, &rep, po);
+        rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+        hbm_explain_report_free(&rep);
+    }
+    free(cat_path);
+    hbm_explain_catalog_free(cat);
+    return rc;
+}
+
 int cmd_explain(int argc, char **argv)
 {
     cli_common c;
@@ -204,6 +280,7 @@ int cmd_explain(int argc, char **argv)
     bool list = false;
     int mode = LIVE_AUTO;
     const char *catalog = NULL;
+    explain_plan_opts po = {.mem = HBM_UNKNOWN};
     const cli_opt opts[] = {
         CLI_OPT(CLI_FLAG, "list", 0, NULL, &list, "print the signature catalogue and exit"),
         CLI_OPT(CLI_STRING, "catalog", 0, "FILE", &catalog,
@@ -213,83 +290,38 @@ int cmd_explain(int argc, char **argv)
                 "check the host now (default when a device backend is available;\n"
                 "without one, host facts still answer port/process checks)", .value = LIVE_ON),
         CLI_OPT(CLI_FLAG, "no-live", 0, NULL, &mode, "only read the log", .value = LIVE_OFF),
+        CLI_HEAD("the planner's figures (a vLLM launch the log names: its non-default args)"),
+        CLI_OPT(CLI_STRING, "model", 0, "DIR", &po.model,
+                "the model directory or config.json (default: the log's model, when\n"
+                "it is a directory here)"),
+        CLI_OPT(CLI_STRING, "device", 0, "NAME", &po.device,
+                "the device, a name from plan's device table"),
+        CLI_OPT(CLI_SIZE, "mem", 0, "SIZE", &po.mem, "or its total memory as vLLM sees it",
+                .min = 1, .why = "must be positive"),
+        CLI_FORM("-- vllm serve ...", "the launch's flags, over those the log shows"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
     const cli_spec spec = {
-        .cmd = "explain", .usage = "[OPTIONS] [LOG|-]", .about = about, .opts = opts,
+        .cmd = "explain", .usage = "[OPTIONS] [LOG|-] [-- vllm serve ...]", .about = about, .opts = opts,
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
         .exits = "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line "
                  "named)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
-    if (rc == CLI_CONTINUE && args.nargs > 1) {
-        cli_errorf("explain: one log at a time (got %d)", args.nargs);
+    int nlogs = args.dash >= 0 ? args.dash : args.nargs;
+    if (rc == CLI_CONTINUE && nlogs > 1) {
+        cli_errorf("explain: one log at a time (got %d)", nlogs);
         rc = CLI_EXIT_ERROR;
     }
-    const char *log = args.nargs ? args.args[0] : NULL;
+    const char *log = nlogs ? args.args[0] : NULL;
+    if (args.dash >= 0) {
+        po.launch = args.args + args.dash;
+        po.nlaunch = args.nargs - args.dash;
+    }
+    if (rc == CLI_CONTINUE)
+        rc = explain_main(&c, mode, catalog, list, log, &po);
     cli_args_free(&args);
-    if (rc != CLI_CONTINUE)
-        return rc;
-    hbm_err err = {{0}};
-    char *cat_path = NULL;
-    const char *origin = NULL;
-    hbm_catalog *cat = NULL;
-    if (hbm_explain_catalog_locate(catalog, &cat_path, &origin, &err) < 0 ||
-        hbm_explain_catalog_load(cat_path, &cat, &err) < 0) {
-        cli_errorf("explain: %s", err.msg);
-        free(cat_path);
-        return CLI_EXIT_ERROR;
-    }
-    if (list) {
-        print_list(cat, cat_path, c.json);
-        free(cat_path);
-        hbm_explain_catalog_free(cat);
-        return CLI_EXIT_OK;
-    }
-    const char *path = log ? log : "-";
-    if (!log && isatty(STDIN_FILENO)) {
-        cli_errorf("explain: give a LOG file, or - to read standard input");
-        free(cat_path);
-        hbm_explain_catalog_free(cat);
-        return CLI_EXIT_ERROR;
-    }
-    hbm_explain_report rep;
-    if (hbm_explain_scan_path(cat, path, &rep, &err) < 0) {
-        cli_errorf("explain: %s", err.msg);
-        free(cat_path);
-        hbm_explain_catalog_free(cat);
-        return CLI_EXIT_ERROR;
-    }
-    char note[1400] = "";
-    if (c.src.snapshot && mode == LIVE_AUTO)
-        mode = LIVE_ON;
-    if (mode != LIVE_OFF && hbm_explain_report_wants_live(&rep)) {
-        hbm_obs obs;
-        hbm_obs_init(&obs);
-        char src[300];
-        const char *source = observe_live(&c, mode, &obs, note, sizeof note, src, sizeof src);
-        if (source)
-            hbm_explain_live_apply(&rep, cat, &obs,
-                                   c.src.snapshot ? NULL
-                                   : c.src.root   ? c.src.root
-                                                  : hbm_host_env_root(),
-                                   source);
-        hbm_obs_free(&obs);
-    }
-    if (c.json) {
-        json_t *j = hbm_explain_report_json(&rep);
-        json_object_set_new(j, "log", json_string(strcmp(path, "-") == 0 ? "-" : path));
-        json_object_set_new(j, "catalog", json_string(cat_path));
-        json_object_set_new(j, "live_note", note[0] ? json_string(note) : json_null());
-        cli_json_out(j);
-    } else {
-        print_report(path, &rep, note[0] ? note : NULL);
-    }
-    rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
-    hbm_explain_report_free(&rep);
-    free(cat_path);
-    hbm_explain_catalog_free(cat);
     return rc;
 }

@@ -62,10 +62,18 @@ static int64_t weights_per_rank(const plan_ctx *c, const plan_flags *f)
  * or fused-MoE workspace per token, with the residual stream) or the dummy sampler over
  * min(seqs, tokens) rows of the full vocabulary while the forward's hidden states are
  * still held, whichever is larger. */
+static int64_t sampler_peak(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
+    return (int64_t)(R * (double)(m->vocab_size > 0 ? m->vocab_size : 0) * c->r.sampler_bytes +
+                     (double)f->mnbt * (double)m->hidden_size * c->act_bytes);
+}
+
 static int64_t activation(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
-    double T = (double)f->mnbt, R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
+    double T = (double)f->mnbt;
     double H = (double)m->hidden_size, tp = (double)f->tp;
     double per = 0;
     if (m->intermediate_size > 0 && (m->num_experts == 0 || m->first_dense_layers > 0))
@@ -80,8 +88,7 @@ static int64_t activation(const plan_ctx *c, const plan_flags *f)
             per = moe;
     }
     double fwd = T * per * c->act_bytes;
-    double sampler = R * (double)(m->vocab_size > 0 ? m->vocab_size : 0) * c->r.sampler_bytes +
-                     T * H * c->act_bytes;
+    double sampler = (double)sampler_peak(c, f);
     return (int64_t)(fwd > sampler ? fwd : sampler);
 }
 
@@ -203,6 +210,7 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
     o->requested = r->precheck_ceil ? (int64_t)ceil(want) : (int64_t)want;
     o->weights = weights_per_rank(c, f);
     o->act = activation(c, f);
+    o->sampler = sampler_peak(c, f);
     o->nt = non_torch(c, f);
     int64_t g = graph_estimate(c, f);
     if (r->graph_in_budget)

@@ -261,6 +261,8 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
     res->fits = o->fits;
     res->weights_bytes = o->weights;
     res->activation_bytes = o->act;
+    res->sampler_bytes = o->sampler;
+    res->sampler_rows = f->seqs < f->mnbt ? f->seqs : f->mnbt;
     res->non_torch_bytes = o->nt;
     res->graph_bytes = o->graph;
     res->graph_outside_bytes = o->graph_out;

@@ -58,6 +58,7 @@ typedef struct plan_outcome {
     bool fits, precheck_fail, no_kv, mml_fail, oom;
     bool mamba_fail; /* hybrid with full CUDA graphs: more sequences than state blocks */
     int64_t requested, weights, act, nt, graph, graph_out, avail;
+    int64_t sampler; /* the dummy sampler's peak (in act when it is the larger) */
     int64_t per_token, block, num_blocks, tokens, mml_fit, needed, groups;
     double conc;
 } plan_outcome;

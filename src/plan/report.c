@@ -49,6 +49,8 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "errors", errs);
     json_object_set_new(j, "weights_bytes", int_or_null(r->weights_bytes));
     json_object_set_new(j, "activation_bytes", int_or_null(r->activation_bytes));
+    json_object_set_new(j, "sampler_bytes", int_or_null(r->sampler_bytes));
+    json_object_set_new(j, "sampler_rows", int_or_null(r->sampler_rows));
     json_object_set_new(j, "non_torch_bytes", int_or_null(r->non_torch_bytes));
     json_object_set_new(j, "graph_bytes", int_or_null(r->graph_bytes));
     json_object_set_new(j, "kv_cache_bytes", json_integer(r->kv_cache_bytes));

@@ -1,0 +1,83 @@
+#!/bin/bash
+# explain with the planner's figures: a vLLM log whose "non-default args" line and release
+# say how the server was launched, a sampler warm-up out of memory at the end of it. The
+# figures must be the planner's own (hbmctl plan on the same launch says the same), each
+# remedy's value re-planned, and nothing guessed when the model or the device is unknown.
+set -u
+. "$HBM_SRC/tests/e2e/common.bash"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+LOGS="$HBM_SRC/tests/fixtures/logs"
+MODEL="$HBM_SRC/tests/fixtures/models/qwen2-7b-instruct"
+unset HBMCTL_CATALOG
+
+# A real start-up's first lines (its launch and release, the model made a local directory)
+# followed by a real sampler failure line; $1 the release, $2 the utilisation.
+scene() {
+    sed -n 1,12p "$LOGS/vllm_healthy.log" |
+        sed "s#'Qwen/Qwen2.5-7B-Instruct'#'$MODEL'#g; s/0\.10\.1/$1/g; s/'gpu_memory_utilization': 0\.9}/'gpu_memory_utilization': $2}/"
+    tail -n 1 "$LOGS/sig/vllm_sampler_warmup_oom.variant.log"
+}
+scene 0.10.1 0.9 >"$tmp/room.log"
+scene 0.8.5 0.98 | sed "s/'max_model_len': 32768, 'tensor_parallel_size': 2/'max_model_len': 8192/" \
+    >"$tmp/short.log"
+ex() { "$HBMCTL" explain --no-live "$@"; }
+plan() { jq -c ".findings[] | select(.id==\"vllm_sampler_warmup_oom\") | .plan" "$1"; }
+
+ex --json "$tmp/room.log" --device A100-80G >"$tmp/room.json"
+check "sampler failure: exit 1" test $? -eq 1
+p=$(plan "$tmp/room.json")
+check "the log's model, release and dummy requests" \
+    test "$(jq -r '[.model, .vllm_version, .sampler_rows] | join(" ")' <<<"$p")" = "$MODEL 0.10.1 256"
+ref=$("$HBMCTL" plan "$MODEL" --device A100-80G --vllm-version 0.10.1 --max-model-len 32768 \
+    --tensor-parallel-size 2 --gpu-memory-utilization 0.9 --max-num-seqs 256 --json)
+check "the sampler's need is the planner's" \
+    test "$(jq .sampler_bytes <<<"$p")" = "$(jq .sampler_bytes <<<"$ref")"
+check "so are the KV cache tokens" \
+    test "$(jq .kv_cache_tokens <<<"$p")" = "$(jq .kv_cache_tokens <<<"$ref")"
+check "room left: not predicted" test "$(jq .predicted <<<"$p")" = false
+m=$(jq .max_num_seqs_fix.max_num_seqs <<<"$p")
+need() {
+    "$HBMCTL" plan "$MODEL" --device A100-80G --vllm-version 0.10.1 --max-model-len 32768 \
+        --tensor-parallel-size 2 --gpu-memory-utilization 0.9 --max-num-seqs "$1" --json |
+        jq .sampler_bytes
+}
+half=$(($(jq .sampler_bytes <<<"$p") / 2))
+check "the max-num-seqs fix halves the sampler's need" test "$(need "$m")" -le $half
+check "one more request would not" test "$(need $((m + 1)))" -gt $half
+check "the utilisation fix is lower" \
+    test "$(jq '.gpu_memory_utilization_fix.gpu_memory_utilization < 0.9' <<<"$p")" = true
+
+out=$(ex "$tmp/short.log" --device L4)
+check "graphs outside the budget: the plan predicts it" grep -q "the plan predicts this failure" <<<"$out"
+check "text names the fix with its value" grep -qE -- "--max-num-seqs [0-9]+: the sampler needs" <<<"$out"
+check "fits 100 columns" fits_width <(echo "$out")
+ex --json "$tmp/short.log" --device L4 >"$tmp/short.json"
+p=$(plan "$tmp/short.json")
+m=$(jq .max_num_seqs_fix.max_num_seqs <<<"$p")
+u=$(jq .gpu_memory_utilization_fix.gpu_memory_utilization <<<"$p")
+# re-planned through the log itself, with the fix after '--'
+fixed() { ex --json "$tmp/short.log" --device L4 -- "$@" | jq -c '.findings[0].plan'; }
+check "the max-num-seqs fix, re-planned, is not short" \
+    test "$(fixed --max-num-seqs "$m" | jq .predicted)" = false
+check "one more request is short again" \
+    test "$(fixed --max-num-seqs $((m + 1)) | jq .predicted)" = true
+check "the utilisation fix, re-planned, is not short" \
+    test "$(fixed --gpu-memory-utilization "$u" | jq .predicted)" = false
+check "0.01 more is short again" \
+    test "$(fixed --gpu-memory-utilization "$(awk -v u="$u" 'BEGIN { printf "%.2f", u + 0.01 }')" | jq .predicted)" = true
+
+ex --json "$LOGS/sig/vllm_sampler_warmup_oom.log" --device H100-80G >"$tmp/nomodel.json"
+check "no model known: no figures, and why" \
+    grep -q "give --model DIR" <<<"$(plan "$tmp/nomodel.json" | jq -r .skipped)"
+ex --json "$tmp/room.log" >"$tmp/nodevice.json"
+check "no device known: no figures, and why" \
+    grep -q "give --device NAME or --mem SIZE" <<<"$(plan "$tmp/nodevice.json" | jq -r .skipped)"
+ex --json "$LOGS/sig/vllm_sampler_warmup_oom.log" --model "$MODEL" --mem 24GiB \
+    -- vllm serve x --max-num-seqs lots >"$tmp/bad.json"
+check "a bad flag after '--': named, no figures" \
+    grep -q -- "--max-num-seqs" <<<"$(plan "$tmp/bad.json" | jq -r .skipped)"
+ex --json "$LOGS/vllm_healthy.log" --device A100-80G >"$tmp/healthy.json"
+check "a healthy start-up: nothing planned, exit 0" \
+    test "$(jq '.findings | length' "$tmp/healthy.json")" = 0
+finish

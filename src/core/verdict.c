@@ -125,8 +125,9 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The table baseline, refined by process-free chips of the same model that sit within
- * 1.5 GiB of it (so a host whose every card holds leftovers is not learned as idle). */
+/* The table baseline, refined by the other process-free chips of the same model that sit
+ * within 1.5 GiB of it (so a host whose every card holds leftovers is not learned as idle,
+ * and a chip's own leftovers never become its baseline). */
 static int64_t refined_baseline(const hbm_obs *obs, const hbm_device *d)
 {
     int64_t base = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
@@ -136,7 +137,8 @@ static int64_t refined_baseline(const hbm_obs *obs, const hbm_device *d)
     size_t n = 0;
     for (size_t i = 0; i < obs->ndevs; i++) {
         const hbm_device *o = &obs->devs[i];
-        if (strcmp(o->name, d->name) != 0 || o->memory_total_bytes != d->memory_total_bytes ||
+        if (o == d || strcmp(o->name, d->name) != 0 ||
+            o->memory_total_bytes != d->memory_total_bytes ||
             !o->procs_known || o->nprocs > 0 || o->memory_used_bytes < 0)
             continue;
         if (llabs(o->memory_used_bytes - base) <= 1536 * HBM_MIB)

@@ -136,8 +136,8 @@ static void test_baselines(void **state)
 }
 
 /* Memory above the baseline counts only past max(1 GiB, 3% of total), and strictly. Two
- * idle peers at the documented value hold the learned baseline there (a lone chip within
- * 1.5 GiB of it would learn its own use as idle). */
+ * idle peers at the documented value hold the learned baseline there; a lone chip is judged
+ * against the table, never against its own use. */
 static void test_margin(void **state)
 {
     (void)state;
@@ -173,6 +173,18 @@ static void test_margin(void **state)
             hbm_obs_free(&obs);
         }
     }
+    /* alone, 1.2 GiB over the T4's 600 MiB: within 1.5 GiB of the table, past the margin */
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    host(&obs, true);
+    hbm_device *t4 = hbm_obs_add_device(&obs, HBM_VENDOR_NVIDIA);
+    snprintf(t4->name, sizeof t4->name, "Tesla T4");
+    t4->procs_known = true;
+    t4->memory_total_bytes = 16 * HBM_GIB;
+    t4->memory_used_bytes = 600 * HBM_MIB + 1229 * HBM_MIB;
+    hbm_verdict_apply(&obs);
+    assert_int_equal(obs.devs[0].verdict, V_UNACC);
+    hbm_obs_free(&obs);
 }
 
 /* The baseline is the median of process-free chips of the same model and size, counting

@@ -221,6 +221,9 @@ typedef struct hbm_plan_input {
     /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
      * NULL when whole) */
     const char *live_partial;
+    /* SGLang's memory flags with no vLLM counterpart (HBM_UNKNOWN when not given) */
+    int64_t max_total_tokens;   /* --max-total-tokens: a cap on the KV pool */
+    int64_t cuda_graph_max_bs;  /* --cuda-graph-max-bs, or the largest --cuda-graph-bs */
 } hbm_plan_input;
 
 /* Every field unset. */

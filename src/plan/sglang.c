@@ -553,14 +553,16 @@ static void try_change(const hbm_plan_input *in, const char *model, sgl_flags *t
     r->vllm_args = sglang_line(in, model, t);
 }
 
-/* The changes that make it start, best first: the fraction up to 0.95 (the weights and one
- * page must fit in it), then more devices (TP up to 8, the heads divisible). */
+/* The changes that make it start, best first: the fraction up to 0.95 that holds the
+ * weights and one request of the context length, then more devices (TP up to 8, the heads
+ * divisible). */
 static void sglang_advise(const hbm_plan_input *in, const char *model, const sgl_flags *s,
                           const sgl_outcome *o, hbm_plan_result *res)
 {
     if (!o->oom && o->total > 0) {
         sgl_flags t = *s;
-        double need = (double)(o->weights + o->cell * s->page) / (double)o->total;
+        int64_t request = (s->context + s->page - 1) / s->page * s->page;
+        double need = (double)(o->weights + o->cell * request) / (double)o->total;
         t.frac = ceil(need * 100) / 100;
         if (t.frac <= 0.95 && t.frac > s->frac)
             try_change(in, model, &t, "gpu_memory_utilization", res);

@@ -236,7 +236,8 @@ void hbm_plan_input_init(hbm_plan_input *in);
  * underscore spellings. Other flags are skipped (with their value when the flag table says
  * they take one; unknown ones alone), and those that change memory unmodelled are listed in
  * in->unmodelled. Strings are borrowed from argv. Fails on a memory flag with a bad value,
- * naming it. */
+ * naming it. For SGLang: `python -m sglang.launch_server --model-path M ...` (or "serve M
+ * ..."), its own flag names; a flag it does not know is an error naming the nearest one. */
 int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
 
 /* One start-up check that fails, in vLLM's words. */

@@ -70,6 +70,8 @@ static void test_bad_values_and_unknown_flags(void **state)
     assert_int_equal(read_argv(&in, 4, typo, &err), -1);
     printf("%s\n", err.msg);
     assert_non_null(strstr(err.msg, "did you mean --mem-fraction-static?"));
+    char *negated[] = {"--no-disable-cuda-graph"};
+    assert_int_equal(read_argv(&in, 1, negated, &err), -1);
     /* vLLM's name is not SGLang's */
     char *vllm[] = {"--gpu-memory-utilization", "0.9"};
     assert_int_equal(read_argv(&in, 2, vllm, &err), -1);

@@ -221,6 +221,9 @@ typedef struct hbm_plan_input {
     /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
      * NULL when whole) */
     const char *live_partial;
+    /* SGLang's memory flags with no vLLM counterpart (HBM_UNKNOWN when not given) */
+    int64_t max_total_tokens;   /* --max-total-tokens: a cap on the KV pool */
+    int64_t cuda_graph_max_bs;  /* --cuda-graph-max-bs, or the largest --cuda-graph-bs */
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -233,7 +236,8 @@ void hbm_plan_input_init(hbm_plan_input *in);
  * underscore spellings. Other flags are skipped (with their value when the flag table says
  * they take one; unknown ones alone), and those that change memory unmodelled are listed in
  * in->unmodelled. Strings are borrowed from argv. Fails on a memory flag with a bad value,
- * naming it. */
+ * naming it. For SGLang: `python -m sglang.launch_server --model-path M ...` (or "serve M
+ * ..."), its own flag names; a flag it does not know is an error naming the nearest one. */
 int hbm_plan_args_from_argv(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
 
 /* vLLM's "non-default args: {...}" log line (the repr of a Python dict) as the command-line

@@ -288,7 +288,8 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "cuda or ascend (with --mem; default cuda)", .choices = platforms,
                 .words = "cuda ascend"),
         CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
-                "the serving engine whose start-up is planned: vllm (default)"),
+                "the serving engine whose start-up is planned: vllm (default) or\n"
+                "sglang (its own flags, SGLang 0.2.0-0.5.x)"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
                 "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
                 "on Ascend; others are refused; default the newest"),
@@ -303,7 +304,7 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         CLI_OPT(CLI_FLAG, "list-devices", 0, NULL, &a->list_devices,
                 "print the device table and exit"),
         CLI_OPT(CLI_FLAG, "list-flags", 0, NULL, &a->list_flags,
-                "print the vLLM flags accepted before '--' and what each does here"),
+                "print the engine's flags accepted before '--' and what each does here"),
         CLI_HEAD("vLLM flags (same names, same defaults as vLLM for that version and device)"),
         CLI_TEXT(vllm_flags),
         CLI_HEAD("output"),

@@ -36,6 +36,12 @@ static void bar_row(FILE *f, const char *label, int64_t bytes, int64_t total, in
             total > 0 ? 100.0 * (double)bytes / (double)total : 0.0, bar);
 }
 
+/* The engine as the verdict names it. */
+static const char *engine_word(const hbm_plan_result *r)
+{
+    return r->engine == HBM_PLAN_ENGINE_SGLANG ? "SGLang" : "vLLM";
+}
+
 /* The numbered changes with their costs and flag lines. */
 static void recs_text(FILE *f, const hbm_plan_result *r, int width)
 {
@@ -59,11 +65,12 @@ char *cli_plan_verdict_text(const hbm_plan_result *r)
     if (!f)
         return hbm_xstrdup("");
     if (r->fits) {
-        fprintf(f, "vLLM starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld\n",
-                (long long)r->kv_cache_tokens, r->max_concurrency, (long long)r->max_model_len);
+        fprintf(f, "%s starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld\n",
+                engine_word(r), (long long)r->kv_cache_tokens, r->max_concurrency, (long long)r->max_model_len);
     } else {
         /* vLLM's words on one line, so they read (and grep) as vLLM prints them */
-        fprintf(f, "vLLM will not start: %s\n", r->nerrors ? r->errors[0].message : "");
+        fprintf(f, "%s will not start: %s\n", engine_word(r),
+                r->nerrors ? r->errors[0].message : "");
         if (r->nrecs)
             recs_text(f, r, CLI_WIDTH);
         else
@@ -83,7 +90,10 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
         m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
         (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
         m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-        r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM", r->vllm_version);
+        r->engine == HBM_PLAN_ENGINE_SGLANG      ? "SGLang"
+        : r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend"
+                                                  : "vLLM",
+        r->vllm_version);
     cli_wrap_from(f, line, 8, 8, width, false);
     free(line);
     char fr[48];
@@ -221,9 +231,10 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     report_inputs(f, r, width);
     report_breakdown(f, r, width);
     if (r->fits)
-        fprintf(f, "verdict %sFITS%s: vLLM starts with these flags\n", green, reset);
+        fprintf(f, "verdict %sFITS%s: %s starts with these flags\n", green, reset,
+                engine_word(r));
     else
-        fprintf(f, "verdict %sDOES NOT START%s: vLLM will say\n", red, reset);
+        fprintf(f, "verdict %sDOES NOT START%s: %s will say\n", red, reset, engine_word(r));
     for (size_t i = 0; i < r->nerrors; i++)
         wrap_hang(f, r->errors[i].message, 8, 8, width);
     if (r->nrecs) {

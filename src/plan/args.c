@@ -21,6 +21,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->enforce_eager = in->enable_chunked_prefill = -1;
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
+    in->max_total_tokens = in->cuda_graph_max_bs = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)

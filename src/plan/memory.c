@@ -39,7 +39,7 @@ static int64_t cdiv(int64_t a, int64_t b)
     return b > 0 ? (a + b - 1) / b : 0;
 }
 
-static int64_t weights_per_rank(const plan_ctx *c, const plan_flags *f)
+int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
     double total = (double)m->weights_bytes * c->w_scale;
@@ -208,7 +208,7 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
     const plan_rules *r = &c->r;
     double want = (double)f->total * f->util;
     o->requested = r->precheck_ceil ? (int64_t)ceil(want) : (int64_t)want;
-    o->weights = weights_per_rank(c, f);
+    o->weights = plan_weights_per_rank(c, f);
     o->act = activation(c, f);
     o->sampler = sampler_peak(c, f);
     o->nt = non_torch(c, f);

@@ -81,6 +81,10 @@ typedef struct plan_view {
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
 
+/* The weight bytes one rank holds: its TP x PP share, embeddings split by TP, and the
+ * projections TP cannot split replicated. */
+int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f);
+
 /* Runs the model for one set of flags. */
 void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);
 
@@ -105,6 +109,7 @@ typedef struct plan_engine {
 } plan_engine;
 
 extern const plan_engine plan_engine_vllm;
+extern const plan_engine plan_engine_sglang; /* sglang.c */
 
 /* vLLM's flag table (flags.c) and its reading of a command line (args.c). */
 extern const hbm_plan_flag plan_vllm_flags[];

@@ -154,6 +154,9 @@ static void split_flags(hbm_plan_launch *lw, const char *line)
 
 static int check_target(const hbm_plan_input *in, hbm_err *err)
 {
+    if (in->engine != HBM_PLAN_ENGINE_VLLM)
+        return hbm_err_set(err, "--serve searches vLLM's launches only, not %s's",
+                           hbm_plan_engine_name(in->engine));
     if (in->serve_requests <= 0)
         return hbm_err_set(err, "--serve: give the number of concurrent requests (at least 1)");
     if (in->max_model_len <= 0)

@@ -280,6 +280,7 @@ typedef struct hbm_plan_launch {
     double lower_util_concurrency;
     char **flags;          /* owned: the engine's flags, one word each, ready to pass */
     size_t nflags;
+    char util_flag[32];    /* the engine's name for the share chosen (--mem-fraction-static) */
 } hbm_plan_launch;
 
 typedef struct hbm_plan_result {

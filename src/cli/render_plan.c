@@ -181,8 +181,9 @@ static void report_breakdown(FILE *f, const hbm_plan_result *r, int width)
 }
 
 /* The answer of planning backwards and why nothing cheaper serves. */
-static void launch_text(FILE *f, const hbm_plan_launch *l, int width)
+static void launch_text(FILE *f, const hbm_plan_result *r, int width)
 {
+    const hbm_plan_launch *l = &r->launch;
     int64_t d = l->tensor_parallel_size * l->pipeline_parallel_size;
     char pp[32] = "";
     if (l->pipeline_parallel_size > 1)
@@ -190,18 +191,18 @@ static void launch_text(FILE *f, const hbm_plan_launch *l, int width)
     char *t;
     if (l->serves)
         t = hbm_xasprintf("%lld requests of %lld tokens: TP %lld%s (%lld device%s) at "
-                          "--gpu-memory-utilization %.2f serves %.2fx, the cheapest launch "
-                          "that does",
+                          "%s %.2f serves %.2fx, the cheapest launch that does",
                           (long long)l->requests, (long long)l->max_model_len,
                           (long long)l->tensor_parallel_size, pp, (long long)d,
-                          d == 1 ? "" : "s", l->gpu_memory_utilization, l->max_concurrency);
+                          d == 1 ? "" : "s", l->util_flag, l->gpu_memory_utilization,
+                          l->max_concurrency);
     else
         t = hbm_xasprintf("%lld requests of %lld tokens: no launch up to TP %d x PP %d serves "
-                          "them; closest: TP %lld%s at --gpu-memory-utilization %.2f, %.2fx",
+                          "them; closest: TP %lld%s at %s %.2f, %.2fx",
                           (long long)l->requests, (long long)l->max_model_len,
                           HBM_PLAN_SERVE_MAX_TP, HBM_PLAN_SERVE_MAX_PP,
-                          (long long)l->tensor_parallel_size, pp, l->gpu_memory_utilization,
-                          l->max_concurrency);
+                          (long long)l->tensor_parallel_size, pp, l->util_flag,
+                          l->gpu_memory_utilization, l->max_concurrency);
     fprintf(f, "\ntarget  ");
     cli_wrap_from(f, t, 8, 8, width, false);
     free(t);
@@ -210,7 +211,7 @@ static void launch_text(FILE *f, const hbm_plan_launch *l, int width)
     if (!isnan(l->fewer_devices_concurrency)) {
         t = l->fewer_devices_concurrency > 0
                 ? hbm_xasprintf("fewer devices reach at most %.2fx", l->fewer_devices_concurrency)
-                : hbm_xstrdup("on fewer devices vLLM does not start");
+                : hbm_xasprintf("on fewer devices %s does not start", engine_word(r));
         wrap_hang(f, t, 8, 8, width);
         free(t);
     }
@@ -244,7 +245,7 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
         fprintf(f, "\nno single change found that makes it fit\n");
     }
     if (r->launch.asked)
-        launch_text(f, &r->launch, width);
+        launch_text(f, r, width);
     fprintf(f, "\ncommand ");
     cli_wrap_from(f, r->vllm_args ? r->vllm_args : "", 8, 8, width, false);
     if (r->nnotes) {

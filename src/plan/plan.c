@@ -380,6 +380,8 @@ const plan_engine plan_engine_vllm = {
     .flags = plan_vllm_flags,
     .args = plan_vllm_args,
     .run = vllm_run,
+    .util_flag = "--gpu-memory-utilization",
+    .len_flag = "--max-model-len",
 };
 
 void hbm_plan_result_free(hbm_plan_result *r)

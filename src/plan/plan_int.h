@@ -106,6 +106,10 @@ typedef struct plan_engine {
     const hbm_plan_flag *flags; /* its table, in documentation order, ending with a NULL name */
     int (*args)(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
     int (*run)(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
+    /* what planning backwards chooses, in the engine's words: the share of memory it may
+     * take (gpu_memory_utilization in the input; NULL: none, so --serve is refused) and
+     * the tokens of one request (max_model_len) */
+    const char *util_flag, *len_flag;
 } plan_engine;
 
 extern const plan_engine plan_engine_vllm;

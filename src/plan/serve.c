@@ -2,10 +2,12 @@
  * tokens. Every candidate is planned forward with hbm_plan_run, so the answer is what the
  * forward planner says of its own flags, and so is the proof that one step cheaper fails. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hbm/plan.h"
+#include "plan/plan_int.h"
 
 #define SERVE_MAX_TP HBM_PLAN_SERVE_MAX_TP
 #define SERVE_MAX_PP HBM_PLAN_SERVE_MAX_PP
@@ -45,8 +47,7 @@ static int try_launch(const serve_ctx *s, layout l, int cents, hbm_plan_result *
         return -1;
     int64_t room = in.mem_free_bytes >= 0 ? in.mem_free_bytes : in.mem_total_bytes;
     *serves = r->fits && r->max_concurrency + 1e-9 >= (double)in.serve_requests &&
-              (double)in.mem_total_bytes * cents / 100.0 + (double)r->graph_outside_bytes <=
-                  (double)room;
+              (double)r->requested_bytes + (double)r->graph_outside_bytes <= (double)room;
     return 0;
 }
 
@@ -136,10 +137,10 @@ static int lowest_util(const serve_ctx *s, layout l, int cap, hbm_err *err)
     return lo;
 }
 
-/* The forward plan's flags after the model, one word each. */
+/* The forward plan's flags, one word each: from the first option after the launcher. */
 static void split_flags(hbm_plan_launch *lw, const char *line)
 {
-    const char *p = line ? strstr(line, " --tensor-parallel-size ") : NULL;
+    const char *p = line ? strstr(line, " --") : NULL;
     while (p && *p) {
         while (*p == ' ')
             p++;
@@ -154,17 +155,18 @@ static void split_flags(hbm_plan_launch *lw, const char *line)
 
 static int check_target(const hbm_plan_input *in, hbm_err *err)
 {
-    if (in->engine != HBM_PLAN_ENGINE_VLLM)
-        return hbm_err_set(err, "--serve searches vLLM's launches only, not %s's",
+    const plan_engine *pe = plan_engine_of(in->engine);
+    if (!pe || !pe->util_flag)
+        return hbm_err_set(err, "--serve: %s has no memory share for it to choose",
                            hbm_plan_engine_name(in->engine));
     if (in->serve_requests <= 0)
         return hbm_err_set(err, "--serve: give the number of concurrent requests (at least 1)");
     if (in->max_model_len <= 0)
-        return hbm_err_set(err, "--serve needs --max-model-len: the tokens of each request");
+        return hbm_err_set(err, "--serve needs %s: the tokens of each request", pe->len_flag);
     if (in->kv_cache_memory_bytes >= 0 || !isnan(in->gpu_memory_utilization))
-        return hbm_err_set(err, "--serve chooses --gpu-memory-utilization: drop %s",
+        return hbm_err_set(err, "--serve chooses %s: drop %s", pe->util_flag,
                            in->kv_cache_memory_bytes >= 0 ? "--kv-cache-memory-bytes"
-                                                          : "--gpu-memory-utilization");
+                                                          : pe->util_flag);
     if (in->mem_total_bytes <= 0)
         return hbm_err_set(err, "device memory unknown: give --device NAME or --mem SIZE");
     return 0;
@@ -248,6 +250,7 @@ int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
     lw->tensor_parallel_size = best.tp;
     lw->pipeline_parallel_size = best.pp;
     lw->gpu_memory_utilization = cents / 100.0;
+    snprintf(lw->util_flag, sizeof lw->util_flag, "%s", plan_engine_of(in->engine)->util_flag);
     lw->max_concurrency = r->fits ? r->max_concurrency : 0;
     lw->fewer_devices_concurrency = fewer;
     lw->lower_util_concurrency = lower;

@@ -713,4 +713,6 @@ const plan_engine plan_engine_sglang = {
     .flags = sglang_flags,
     .args = sglang_args,
     .run = sglang_run,
+    .util_flag = "--mem-fraction-static",
+    .len_flag = "--context-length",
 };

@@ -1,6 +1,6 @@
-/* Planning backwards: for each target, the answer's own flags, read back as a vllm serve line
- * and planned forward, serve it; 0.01 less utilisation does not, and no layout with fewer
- * devices does at any utilisation up to 0.99. */
+/* Planning backwards: for each target, the answer's own flags, read back as the engine's
+ * command line and planned forward, serve it; 0.01 less utilisation does not, and no layout
+ * with fewer devices does at any utilisation up to 0.99. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,29 +20,34 @@ typedef struct target {
     const char *version;  /* NULL: newest rules */
     const char *kv_dtype; /* NULL: the model's */
     double free_gib;      /* < 0: all free */
+    const char *engine;   /* NULL: vLLM */
 } target;
 
 static const target targets[] = {
-    {"qwen3-0.6b", "H100-80G", 256, 32768, NULL, NULL, -1},
-    {"qwen3-32b", "H100-80G", 16, 32768, NULL, NULL, -1},
-    {"qwen3-32b", "A100-80G", 32, 16384, "0.10.1", NULL, -1},
-    {"llama-3.1-8b-instruct", "L4", 4, 8192, NULL, NULL, -1},
-    {"llama-3.1-8b-instruct", "A10G", 8, 16384, "0.11.0", NULL, -1},
-    {"llama-3.3-70b-instruct-fp8-dynamic", "H100-80G", 8, 32768, NULL, NULL, -1},
-    {"llama-3.3-70b-instruct-fp8-dynamic", "L40S", 4, 16384, NULL, "fp8", -1},
-    {"qwen2.5-14b", "910B3", 16, 32768, "0.11.0", NULL, -1},
-    {"qwen2.5-32b", "910B4", 8, 32768, "0.13.0", NULL, -1},
-    {"qwen2.5-32b", "910B3", 64, 32768, NULL, NULL, 40},
-    {"qwen3-30b-a3b", "B200", 128, 32768, NULL, NULL, -1},
-    {"qwen3-30b-a3b", "910C", 32, 65536, NULL, NULL, -1},
-    {"qwen3-next-80b-a3b", "H200", 64, 131072, NULL, NULL, -1},
-    {"deepseek-v2-lite-chat", "A800", 32, 32768, NULL, NULL, -1},
-    {"qwen2-7b-instruct", "A100-40G", 64, 8192, "0.9.2", NULL, -1},
-    {"qwen3-14b", "RTX6000Ada", 8, 32768, NULL, NULL, -1},
-    {"qwen3-14b", "310P3-48G", 4, 16384, "0.11.0", NULL, -1},
-    {"llama-3.1-8b-instruct", "MI300X", 512, 16384, NULL, NULL, -1},
-    {"qwen3-32b", "L20", 8, 32768, NULL, "fp8", -1},
-    {"qwen3-14b", "910B4", 16, 32768, "0.11.0", NULL, 20},
+    {"qwen3-0.6b", "H100-80G", 256, 32768, NULL, NULL, -1, NULL},
+    {"qwen3-32b", "H100-80G", 16, 32768, NULL, NULL, -1, NULL},
+    {"qwen3-32b", "A100-80G", 32, 16384, "0.10.1", NULL, -1, NULL},
+    {"llama-3.1-8b-instruct", "L4", 4, 8192, NULL, NULL, -1, NULL},
+    {"llama-3.1-8b-instruct", "A10G", 8, 16384, "0.11.0", NULL, -1, NULL},
+    {"llama-3.3-70b-instruct-fp8-dynamic", "H100-80G", 8, 32768, NULL, NULL, -1, NULL},
+    {"llama-3.3-70b-instruct-fp8-dynamic", "L40S", 4, 16384, NULL, "fp8", -1, NULL},
+    {"qwen2.5-14b", "910B3", 16, 32768, "0.11.0", NULL, -1, NULL},
+    {"qwen2.5-32b", "910B4", 8, 32768, "0.13.0", NULL, -1, NULL},
+    {"qwen2.5-32b", "910B3", 64, 32768, NULL, NULL, 40, NULL},
+    {"qwen3-30b-a3b", "B200", 128, 32768, NULL, NULL, -1, NULL},
+    {"qwen3-30b-a3b", "910C", 32, 65536, NULL, NULL, -1, NULL},
+    {"qwen3-next-80b-a3b", "H200", 64, 131072, NULL, NULL, -1, NULL},
+    {"deepseek-v2-lite-chat", "A800", 32, 32768, NULL, NULL, -1, NULL},
+    {"qwen2-7b-instruct", "A100-40G", 64, 8192, "0.9.2", NULL, -1, NULL},
+    {"qwen3-14b", "RTX6000Ada", 8, 32768, NULL, NULL, -1, NULL},
+    {"qwen3-14b", "310P3-48G", 4, 16384, "0.11.0", NULL, -1, NULL},
+    {"llama-3.1-8b-instruct", "MI300X", 512, 16384, NULL, NULL, -1, NULL},
+    {"qwen3-32b", "L20", 8, 32768, NULL, "fp8", -1, NULL},
+    {"qwen3-14b", "910B4", 16, 32768, "0.11.0", NULL, 20, NULL},
+    {"qwen3-32b", "H100-80G", 16, 32768, NULL, NULL, -1, "sglang"},
+    {"llama-3.1-8b-instruct", "L4", 4, 8192, "0.4.3", NULL, -1, "sglang"},
+    {"qwen2.5-14b", "A100-80G", 32, 16384, NULL, NULL, 60, "sglang"},
+    {"deepseek-v2-lite-chat", "H200", 64, 32768, NULL, NULL, -1, "sglang"},
 };
 
 static void base_input(const target *t, const char *path, hbm_plan_input *in)
@@ -59,6 +64,8 @@ static void base_input(const target *t, const char *path, hbm_plan_input *in)
         in->mem_free_bytes = (int64_t)(t->free_gib * 1073741824.0);
     in->vllm_version = t->version;
     in->kv_cache_dtype = t->kv_dtype;
+    if (t->engine)
+        assert_int_equal(hbm_plan_engine_parse(t->engine, &in->engine, NULL), 0);
 }
 
 /* The launch's flags as a vllm serve line, planned forward. */
@@ -68,18 +75,25 @@ static bool serves(const target *t, const char *path, char *const *flags, size_t
     char *argv[64];
     int argc = 0;
     char tps[16], pps[16];
-    argv[argc++] = "serve";
-    argv[argc++] = (char *)path;
-    for (size_t i = 0; i < nflags && argc < 60; i++)
+    bool sglang = t->engine && !strcmp(t->engine, "sglang");
+    if (sglang) { /* its flags name the model */
+        argv[argc++] = "python";
+        argv[argc++] = "-m";
+        argv[argc++] = "sglang.launch_server";
+    } else {
+        argv[argc++] = "serve";
+        argv[argc++] = (char *)path;
+    }
+    for (size_t i = 0; i < nflags && argc < 56; i++)
         argv[argc++] = flags[i];
-    if (util) { /* a variation of the answer: appended flags win, as in vLLM's parser */
+    if (util) { /* a variation of the answer: appended flags win, as in the engines' parsers */
         snprintf(tps, sizeof tps, "%lld", (long long)tp);
         snprintf(pps, sizeof pps, "%lld", (long long)pp);
-        argv[argc++] = "--gpu-memory-utilization";
+        argv[argc++] = sglang ? "--mem-fraction-static" : "--gpu-memory-utilization";
         argv[argc++] = (char *)util;
-        argv[argc++] = "-tp";
+        argv[argc++] = sglang ? "--tp-size" : "-tp";
         argv[argc++] = tps;
-        argv[argc++] = "-pp";
+        argv[argc++] = sglang ? "--pp-size" : "-pp";
         argv[argc++] = pps;
     }
     hbm_plan_input in;
@@ -146,7 +160,7 @@ static void test_targets(void **state)
 static void test_nothing_fits(void **state)
 {
     (void)state;
-    const target t = {"qwen3-32b", "L4", 1000, 131072, NULL, NULL, -1};
+    const target t = {"qwen3-32b", "L4", 1000, 131072, NULL, NULL, -1, NULL};
     char path[256];
     snprintf(path, sizeof path, FIX "%s/config.json", t.model);
     hbm_plan_input in;

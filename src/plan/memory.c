@@ -70,24 +70,48 @@ static int64_t sampler_peak(const plan_ctx *c, const plan_flags *f)
                      (double)f->mnbt * (double)m->hidden_size * c->act_bytes);
 }
 
+/* Routed-expert workspace of one MoE layer (fused_moe.py fused_experts_impl, 0.8-0.10): the
+ * tokens go through in chunks of VLLM_FUSED_MOE_CHUNK_SIZE (32768 as envs.py reads it); per
+ * chunk row and routed expert, cache13 holds max(N, K), GEMM1's output and then GEMM2's in the
+ * same memory (N = w13's 2 x moe_intermediate / TP rows, K = hidden), and cache2 the
+ * activation's N / 2, live with cache1. */
+#define FUSED_MOE_CHUNK_TOKENS 32768
+static double fused_moe_workspace(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double rows = (double)(f->mnbt < FUSED_MOE_CHUNK_TOKENS ? f->mnbt : FUSED_MOE_CHUNK_TOKENS);
+    double n = 2 * (double)m->moe_intermediate_size / (double)f->tp, k = (double)m->hidden_size;
+    return rows * (double)m->experts_per_token * ((n > k ? n : k) + n / 2) * c->act_bytes;
+}
+
+/* A MoE layer's peak: the residual stream (input, residual, output) with the larger of the
+ * shared experts' dense MLP (gate_up + activation, freed before the routed experts run) and
+ * the routed-expert workspace. */
+static double moe_layer_peak(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double T = (double)f->mnbt, H = (double)m->hidden_size;
+    double shared = m->shared_expert_intermediate_size > 0
+                        ? (double)m->shared_expert_intermediate_size
+                        : (double)(m->num_shared_experts * m->moe_intermediate_size);
+    double shared_mlp = T * 3 * shared / (double)f->tp * c->act_bytes;
+    double routed = fused_moe_workspace(c, f);
+    return T * 3 * H * c->act_bytes + (shared_mlp > routed ? shared_mlp : routed);
+}
+
 static int64_t activation(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
     double T = (double)f->mnbt;
     double H = (double)m->hidden_size, tp = (double)f->tp;
-    double per = 0;
+    double fwd = 0;
     if (m->intermediate_size > 0 && (m->num_experts == 0 || m->first_dense_layers > 0))
-        per = 3 * (double)m->intermediate_size / tp + 3 * H;
+        fwd = T * (3 * (double)m->intermediate_size / tp + 3 * H) * c->act_bytes;
     if (m->num_experts > 0) {
-        double shared = m->shared_expert_intermediate_size > 0
-                            ? (double)m->shared_expert_intermediate_size
-                            : (double)(m->num_shared_experts * m->moe_intermediate_size);
-        double moe = (double)m->experts_per_token * (3 * (double)m->moe_intermediate_size / tp + H) +
-                     3 * shared / tp + 3 * H;
-        if (moe > per)
-            per = moe;
+        double moe = moe_layer_peak(c, f);
+        if (moe > fwd)
+            fwd = moe;
     }
-    double fwd = T * per * c->act_bytes;
     double sampler = (double)sampler_peak(c, f);
     return (int64_t)(fwd > sampler ? fwd : sampler);
 }

@@ -1,7 +1,8 @@
 /* The KV layout and version rules, each against vLLM's own arithmetic: page sizes per layer
  * type, heads split or replicated by TP, MLA, fp8, pipeline stages, sliding-window and
  * linear-attention groups (Qwen3-Next), and what moved between releases. Budgets are fixed
- * with --kv-cache-memory-bytes where the test is about the layout only. */
+ * with --kv-cache-memory-bytes where the test is about the layout only. The profile run's
+ * fused-MoE workspace is checked here too, against fused_experts_impl's buffer shapes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,6 +188,28 @@ static void test_sliding_window(void **state)
     assert_int_equal(th_rmtree(dir), 0);
 }
 
+/* Qwen3-30B-A3B at TP 1 (hidden 2048, top-8 of moe_intermediate 768, so N = 1536): with 16
+ * sequences the sampler is small and the MoE layer sets the peak: the residual stream
+ * (T x 3 x 2048) plus, per chunk row and routed expert, cache13 (max(N, 2048)) and cache2
+ * (N / 2), bf16. Past 32768 tokens the workspace stops growing (one chunk at a time). */
+static void test_fused_moe_workspace(void **state)
+{
+    (void)state;
+    hbm_plan_input in = base(FIX "qwen3-30b-a3b");
+    in.vllm_version = "0.9.2";
+    in.max_model_len = 8192;
+    in.max_num_seqs = 16;
+    in.max_num_batched_tokens = 8192;
+    hbm_plan_result r;
+    run(&in, &r);
+    assert_int_equal(r.activation_bytes, 8192LL * 3 * 2048 * 2 + 8192LL * 8 * (2048 + 768) * 2);
+    hbm_plan_result_free(&r);
+    in.max_num_batched_tokens = 65536;
+    run(&in, &r);
+    assert_int_equal(r.activation_bytes, 65536LL * 3 * 2048 * 2 + 32768LL * 8 * (2048 + 768) * 2);
+    hbm_plan_result_free(&r);
+}
+
 static void test_version_rules(void **state)
 {
     (void)state;
@@ -264,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_linear),
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_version_rules),
+        cmocka_unit_test(test_fused_moe_workspace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -57,7 +57,7 @@ static int64_t processor_max_pixels(json_t *pre, int64_t dflt)
     int64_t v = num(pre, "max_pixels", -1);
     if (v <= 0)
         v = num(json_object_get(pre, "size"), "longest_edge", -1);
-    return v > 0 ? v : dflt;
+    return v > 0 && v < (int64_t)1 << 40 ? v : dflt;
 }
 
 static bool sane(int64_t v, int64_t hi)
@@ -121,6 +121,24 @@ static bool read_tower(json_t *root, json_t *vc, plan_mm *mm)
              sane(mm->tokens_per_image, 1000000)));
 }
 
+bool plan_mm_parse(const char *text, size_t len, plan_mm *mm)
+{
+    memset(mm, 0, sizeof *mm);
+    mm->limit_image = mm->limit_video = HBM_UNKNOWN;
+    json_t *root = json_loadb(text, len, 0, NULL);
+    json_t *vc = json_is_object(root) ? json_object_get(root, "vision_config") : NULL;
+    bool ok = json_is_object(vc) && read_tower(root, vc, mm);
+    json_decref(root);
+    if (!ok) {
+        memset(mm, 0, sizeof *mm);
+        return false;
+    }
+    /* Qwen2-VL's processor default: 12845056 pixels (3584 x 3584); Qwen3-VL's 16777216 */
+    mm->max_pixels = mm->vit == PLAN_VIT_QWEN3 ? 16777216 : 12845056;
+    mm->params = tower_params(mm);
+    return true;
+}
+
 int plan_mm_load(const char *model_path, const hbm_plan_input *in, plan_mm *mm, hbm_err *err)
 {
     memset(mm, 0, sizeof *mm);
@@ -138,19 +156,19 @@ int plan_mm_load(const char *model_path, const hbm_plan_input *in, plan_mm *mm, 
         snprintf(cfg, sizeof cfg, "%s/config.json", dir);
     }
     snprintf(pre, sizeof pre, "%s/preprocessor_config.json", dir);
-    json_t *root = load_json(cfg);
-    json_t *vc = root ? json_object_get(root, "vision_config") : NULL;
-    if (!json_is_object(vc) || !read_tower(root, vc, mm)) {
-        json_decref(root);
-        memset(mm, 0, sizeof *mm);
+    char *text = NULL;
+    size_t len = 0;
+    hbm_err ignored = {{0}};
+    if (hbm_read_file(cfg, 16 * HBM_MIB, &text, &len, &ignored) < 0)
+        return 0; /* the model reader has already said what is wrong with it */
+    bool tower = plan_mm_parse(text, len, mm);
+    free(text);
+    if (!tower)
         return 0;
-    }
-    json_decref(root);
     json_t *pp = load_json(pre);
-    /* Qwen2-VL's processor default: 12845056 pixels (3584 x 3584); Qwen3-VL's 16777216 */
-    mm->max_pixels = processor_max_pixels(pp, mm->vit == PLAN_VIT_QWEN3 ? 16777216 : 12845056);
+    if (pp)
+        mm->max_pixels = processor_max_pixels(pp, mm->max_pixels);
     json_decref(pp);
-    mm->params = tower_params(mm);
     mm->limit_image = in->mm_limit_image;
     mm->limit_video = in->mm_limit_video;
     if (in->mm_processor_kwargs &&
@@ -264,7 +282,7 @@ int plan_mm_parse_kwargs(const char *text, int64_t *max_pixels, hbm_err *err)
     json_decref(j);
     if (given && v <= 0)
         return hbm_err_set(err, "--mm-processor-kwargs: max_pixels is not a positive count");
-    if (v > 0 && v < (int64_t)1 << 40)
+    if (v > 0)
         *max_pixels = v;
     return 0;
 }

@@ -3,6 +3,7 @@
 #define HBM_PLAN_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hbm/plan.h"
@@ -133,6 +134,9 @@ void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
  * it) with the multimodal flags of in; mm->vit = PLAN_VIT_NONE for a text model. Fails on a
  * bad flag value, naming the flag. */
 int plan_mm_load(const char *model_path, const hbm_plan_input *in, plan_mm *mm, hbm_err *err);
+/* The vision tower of config.json text (the preprocessor's defaults, no flags); false
+ * with mm zeroed when it describes none the planner sizes. */
+bool plan_mm_parse(const char *text, size_t len, plan_mm *mm);
 /* --limit-mm-per-prompt: '{"image": 2, "video": 0}', '{"image": {"count": 1, ...}}' or
  * image=2,video=0; a modality not named stays -1. */
 int plan_mm_parse_limits(const char *text, int64_t *image, int64_t *video, hbm_err *err);

@@ -156,25 +156,11 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
-        } else if (!strncmp(f, "--limit-mm-per-prompt", 21) && (!f[21] || f[21] == '.')) {
-            TAKE();
-            if (plan_mm_limit_arg(in, f[21] ? f + 22 : NULL, v, err) < 0)
+        } else if (plan_mm_flag(f)) {
+            if (!strstr(f, "skip-mm-profiling"))
+                TAKE();
+            if (plan_mm_arg(in, f, v, err) < 0)
                 return -1;
-        } else if (!strcmp(f, "--mm-processor-kwargs")) {
-            TAKE();
-            int64_t px = HBM_UNKNOWN;
-            if (plan_mm_parse_kwargs(v, &px, err) < 0)
-                return -1;
-            in->mm_processor_kwargs = v;
-        } else if (!strcmp(f, "--mm-encoder-tp-mode")) {
-            TAKE();
-            if (strcmp(v, "weights") && strcmp(v, "data"))
-                return hbm_err_set(err, "%s: \"%s\" is not weights or data", f, v);
-            in->mm_encoder_tp_mode = v;
-        } else if (!strcmp(f, "--skip-mm-profiling")) {
-            in->skip_mm_profiling = true;
-        } else if (!strcmp(f, "--no-skip-mm-profiling")) {
-            in->skip_mm_profiling = false;
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {

@@ -258,6 +258,32 @@ int plan_mm_limit_arg(hbm_plan_input *in, const char *key, const char *value, hb
     return 0;
 }
 
+bool plan_mm_flag(const char *flag)
+{
+    return (!strncmp(flag, "--limit-mm-per-prompt", 21) && (!flag[21] || flag[21] == '.')) ||
+           !strcmp(flag, "--mm-processor-kwargs") || !strcmp(flag, "--mm-encoder-tp-mode") ||
+           !strcmp(flag, "--skip-mm-profiling") || !strcmp(flag, "--no-skip-mm-profiling");
+}
+
+int plan_mm_arg(hbm_plan_input *in, const char *flag, const char *value, hbm_err *err)
+{
+    if (!strncmp(flag, "--limit-mm-per-prompt", 21))
+        return plan_mm_limit_arg(in, flag[21] ? flag + 22 : NULL, value, err);
+    if (!strcmp(flag, "--mm-processor-kwargs")) {
+        int64_t px = HBM_UNKNOWN;
+        if (plan_mm_parse_kwargs(value, &px, err) < 0)
+            return -1;
+        in->mm_processor_kwargs = value;
+    } else if (!strcmp(flag, "--mm-encoder-tp-mode")) {
+        if (strcmp(value, "weights") && strcmp(value, "data"))
+            return hbm_err_set(err, "%s: \"%s\" is not weights or data", flag, value);
+        in->mm_encoder_tp_mode = value;
+    } else {
+        in->skip_mm_profiling = !strcmp(flag, "--skip-mm-profiling");
+    }
+    return 0;
+}
+
 char *plan_mm_limits_flag(const hbm_plan_input *in)
 {
     char image[32] = "", video[32] = "";

@@ -140,6 +140,11 @@ bool plan_mm_parse(const char *text, size_t len, plan_mm *mm);
 /* --limit-mm-per-prompt: '{"image": 2, "video": 0}', '{"image": {"count": 1, ...}}' or
  * image=2,video=0; a modality not named stays -1. */
 int plan_mm_parse_limits(const char *text, int64_t *image, int64_t *video, hbm_err *err);
+/* The multimodal flags (canonical spelling, with a .KEY of --limit-mm-per-prompt), and one
+ * of them with its value (NULL for --[no-]skip-mm-profiling) into in; fails on a bad value,
+ * naming the flag. */
+bool plan_mm_flag(const char *flag);
+int plan_mm_arg(hbm_plan_input *in, const char *flag, const char *value, hbm_err *err);
 /* One --limit-mm-per-prompt VALUE (key NULL) or --limit-mm-per-prompt.KEY VALUE into in. */
 int plan_mm_limit_arg(hbm_plan_input *in, const char *key, const char *value, hbm_err *err);
 /* The limits given, as the flag that sets them (owned string, with a leading space). */

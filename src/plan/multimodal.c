@@ -94,7 +94,8 @@ static bool read_tower(json_t *root, json_t *vc, plan_mm *mm)
     if (!strcmp(type, "qwen2_vl")) {
         mm->vit = PLAN_VIT_QWEN2;
         mm->hidden = num(vc, "embed_dim", -1);
-        mm->intermediate = mm->hidden * num(vc, "mlp_ratio", 4);
+        int64_t ratio = num(vc, "mlp_ratio", 4);
+        mm->intermediate = sane(mm->hidden, 100000) && sane(ratio, 64) ? mm->hidden * ratio : -1;
         mm->out_hidden = num(vc, "hidden_size", llm_hidden);
     } else if (!strcmp(type, "qwen2_5_vl") || !strncmp(type, "qwen3_vl", 8)) {
         mm->vit = type[4] == '3' ? PLAN_VIT_QWEN3 : PLAN_VIT_QWEN25;

@@ -224,6 +224,13 @@ typedef struct hbm_plan_input {
     /* SGLang's memory flags with no vLLM counterpart (HBM_UNKNOWN when not given) */
     int64_t max_total_tokens;   /* --max-total-tokens: a cap on the KV pool */
     int64_t cuda_graph_max_bs;  /* --cuda-graph-max-bs, or the largest --cuda-graph-bs */
+    /* multimodal flags (src/plan/multimodal.c): --limit-mm-per-prompt's image and video
+     * counts (HBM_UNKNOWN = not given), --mm-processor-kwargs (JSON, borrowed),
+     * --mm-encoder-tp-mode (weights | data, borrowed), --skip-mm-profiling */
+    int64_t mm_limit_image, mm_limit_video;
+    const char *mm_processor_kwargs;
+    const char *mm_encoder_tp_mode;
+    bool skip_mm_profiling;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -283,6 +290,19 @@ typedef struct hbm_plan_launch {
     char util_flag[32];    /* the engine's name for the share chosen (--mem-fraction-static) */
 } hbm_plan_launch;
 
+/* The vision encoder of a multimodal checkpoint and vLLM's profile run of it. */
+typedef struct hbm_plan_multimodal {
+    bool present;                 /* the config has a vision tower the planner sizes */
+    bool profiled;                /* the profile run encodes dummy items */
+    char modality[8];             /* the one profiled: "image", "video" ("" when none) */
+    int64_t items;                /* dummy items encoded at once */
+    int64_t tokens_per_item;      /* the largest item of that modality, in LLM tokens */
+    int64_t encoder_cache_tokens; /* vLLM's encoder cache budget */
+    int64_t encoder_weights_bytes;    /* the vision tower and projector, per rank */
+    int64_t encoder_activation_bytes; /* the encoder's peak on the dummy items, per rank */
+    bool tower_loaded;            /* false: every limit is 0 and vLLM skips the tower */
+} hbm_plan_multimodal;
+
 typedef struct hbm_plan_result {
     hbm_plan_engine engine;
     bool fits;
@@ -329,6 +349,7 @@ typedef struct hbm_plan_result {
     size_t ndevice_ids;
     char visible_devices[160]; /* the variable that chose them, "" when unset */
     hbm_plan_launch launch;   /* hbm_plan_serve only */
+    hbm_plan_multimodal multimodal; /* present = false for text models */
 } hbm_plan_result;
 
 void hbm_plan_result_free(hbm_plan_result *r);

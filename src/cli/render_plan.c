@@ -140,6 +140,26 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
                              m->weights_files == 1 ? "" : "s", (long long)m->weights_tensors);
     wrap_hang(f, line, 0, 8, width);
     free(line);
+    const hbm_plan_multimodal *mm = &r->multimodal;
+    if (mm->present) {
+        line = mm->profiled
+                   ? hbm_xasprintf("vision  tower %.2f GiB per rank (in the weights); profiled: "
+                                   "%lld %s item%s of %lld tokens, encoder cache %lld tokens, "
+                                   "encoder peak %.2f GiB",
+                                   (double)mm->encoder_weights_bytes / GIB_D,
+                                   (long long)mm->items, mm->modality, mm->items == 1 ? "" : "s",
+                                   (long long)mm->tokens_per_item,
+                                   (long long)mm->encoder_cache_tokens,
+                                   (double)mm->encoder_activation_bytes / GIB_D)
+                   : mm->tower_loaded
+                         ? hbm_xasprintf("vision  tower %.2f GiB per rank (in the weights); no "
+                                         "encoder input profiled",
+                                         (double)mm->encoder_weights_bytes / GIB_D)
+                         : hbm_xstrdup("vision  tower not loaded: no modality allowed; no "
+                                       "encoder input profiled");
+        wrap_hang(f, line, 0, 8, width);
+        free(line);
+    }
     fprintf(f, "flags   TP %lld  PP %lld  util %g  max-model-len %lld  max-num-seqs %lld  "
                "batched-tokens %lld\n        block %lld  kv-cache-dtype %s (%d B)\n\n",
             (long long)r->tensor_parallel_size, (long long)r->pipeline_parallel_size,

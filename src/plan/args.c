@@ -22,6 +22,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
     in->max_total_tokens = in->cuda_graph_max_bs = HBM_UNKNOWN;
+    in->mm_limit_image = in->mm_limit_video = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -156,6 +157,11 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
+        } else if (plan_mm_flag(f)) {
+            if (!strstr(f, "skip-mm-profiling"))
+                TAKE();
+            if (plan_mm_arg(in, f, v, err) < 0)
+                return -1;
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {

@@ -235,6 +235,11 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
     o->weights = plan_weights_per_rank(c, f);
     o->act = activation(c, f);
     o->sampler = sampler_peak(c, f);
+    if (c->mm) {
+        plan_mm_profile_for(c, f, &o->mm);
+        o->weights += o->mm.weights_delta;
+        o->act = plan_mm_activation(&o->mm, o->act);
+    }
     o->nt = non_torch(c, f);
     int64_t g = graph_estimate(c, f);
     if (r->graph_in_budget)

@@ -357,11 +357,22 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     int ver;
     if (rules_version(in, ascend, &ver, err) < 0)
         return -1;
+    plan_mm mm;
+    if (plan_mm_load(in->model_path, in, &mm, err) < 0)
+        return -1;
+    if (mm.vit != PLAN_VIT_NONE && m->weights_estimated) {
+        /* the tower is in the checkpoint: an estimate from the text config lacks it */
+        m->weights_bytes += mm.params * m->dtype_bytes;
+        m->params_estimated += mm.params;
+    }
     plan_ctx c = model_ctx(in, m, ver, ascend, res);
+    c.mm = mm.vit != PLAN_VIT_NONE ? &mm : NULL;
     plan_flags f = serving_flags(in, &c, ascend, res);
     plan_outcome o;
     plan_evaluate(&c, &f, &o);
     fill_figures(in, &f, &o, ver, res);
+    if (c.mm)
+        plan_mm_result(&c, &f, &o, res);
 
     char *served = served_model(in, m, res);
     plan_view v = {in, served};
@@ -370,6 +381,8 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     if (!o.fits)
         plan_advise(&c, &f, &o, &v, res);
     closing_notes(in, &c, &f, &o, ascend, res);
+    if (c.mm)
+        plan_mm_notes(&c, &o, res);
     free(served);
     return 0;
 }

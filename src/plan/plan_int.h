@@ -3,6 +3,7 @@
 #define HBM_PLAN_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hbm/plan.h"
@@ -53,6 +54,42 @@ typedef struct plan_flags {
     bool chunked;
 } plan_flags;
 
+/* ---- multimodal models (multimodal.c) ---- */
+
+/* The vision towers the planner sizes, by how their blocks hold memory. */
+typedef enum plan_vit {
+    PLAN_VIT_NONE = 0,
+    PLAN_VIT_QWEN2,   /* Qwen2-VL: rotary attention, GELU MLP, images and videos */
+    PLAN_VIT_QWEN25,  /* Qwen2.5-VL: rotary attention, SwiGLU MLP with a fused residual norm */
+    PLAN_VIT_QWEN3,   /* Qwen3-VL: rotary attention, GELU MLP, patch 16 */
+    PLAN_VIT_SIGLIP,  /* SigLIP (Gemma 3): fixed square image, no rotary */
+} plan_vit;
+
+/* A vision tower from config.json / preprocessor_config.json and the multimodal flags. */
+typedef struct plan_mm {
+    plan_vit vit;
+    int64_t depth, hidden, intermediate, patch, merge, temporal, channels;
+    int64_t image_size;       /* SigLIP: the square input every image is resized to */
+    int64_t tokens_per_image; /* SigLIP: mm_tokens_per_image */
+    int64_t max_pixels;       /* Qwen: the image processor's (or --mm-processor-kwargs') */
+    int64_t out_hidden;       /* the language model's width the encoder writes */
+    int64_t params;           /* vision tower + projector parameters */
+    int64_t limit_image, limit_video; /* --limit-mm-per-prompt; -1 = not given */
+    bool data_parallel;       /* --mm-encoder-tp-mode data: the tower replicated */
+    bool skip_profiling;      /* --skip-mm-profiling */
+} plan_mm;
+
+/* vLLM's profile run of the encoder for one set of flags. */
+typedef struct plan_mm_profile {
+    bool profiled, tower_loaded;
+    const char *modality;       /* static */
+    int64_t tokens_per_item, items, budget;
+    int64_t peak;               /* the encoder's torch peak per rank */
+    int64_t outputs;            /* its outputs, held in the encoder cache through the LM run */
+    int64_t weights_delta;      /* tower bytes per rank against the checkpoint's TP split */
+    int64_t cost;               /* what the profiling adds to the run's peak */
+} plan_mm_profile;
+
 /* One evaluation of the model: budget, layout and checks. */
 typedef struct plan_outcome {
     bool fits, precheck_fail, no_kv, mml_fail, oom;
@@ -61,11 +98,13 @@ typedef struct plan_outcome {
     int64_t sampler; /* the dummy sampler's peak (in act when it is the larger) */
     int64_t per_token, block, num_blocks, tokens, mml_fit, needed, groups;
     double conc;
+    plan_mm_profile mm; /* multimodal models only */
 } plan_outcome;
 
 /* What stays fixed while flags vary: the model and the version rules. */
 typedef struct plan_ctx {
     const hbm_plan_model *m;
+    const plan_mm *mm;  /* NULL for a text model */
     plan_rules r;
     int act_bytes;     /* activation / model dtype bytes at run time */
     double w_scale;    /* run-time weight bytes per checkpoint byte (online fp8, fp32->16) */
@@ -95,6 +134,38 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
  * verified by plan_evaluate, appended to res->recs. */
 void plan_advise(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
                  const plan_view *v, hbm_plan_result *res);
+
+/* The vision tower of the model at path (its config.json, preprocessor_config.json beside
+ * it) with the multimodal flags of in; mm->vit = PLAN_VIT_NONE for a text model. Fails on a
+ * bad flag value, naming the flag. */
+int plan_mm_load(const char *model_path, const hbm_plan_input *in, plan_mm *mm, hbm_err *err);
+/* The vision tower of config.json text (the preprocessor's defaults, no flags); false
+ * with mm zeroed when it describes none the planner sizes. */
+bool plan_mm_parse(const char *text, size_t len, plan_mm *mm);
+/* --limit-mm-per-prompt: '{"image": 2, "video": 0}', '{"image": {"count": 1, ...}}' or
+ * image=2,video=0; a modality not named stays -1. */
+int plan_mm_parse_limits(const char *text, int64_t *image, int64_t *video, hbm_err *err);
+/* The multimodal flags (canonical spelling, with a .KEY of --limit-mm-per-prompt), and one
+ * of them with its value (NULL for --[no-]skip-mm-profiling) into in; fails on a bad value,
+ * naming the flag. */
+bool plan_mm_flag(const char *flag);
+int plan_mm_arg(hbm_plan_input *in, const char *flag, const char *value, hbm_err *err);
+/* One --limit-mm-per-prompt VALUE (key NULL) or --limit-mm-per-prompt.KEY VALUE into in. */
+int plan_mm_limit_arg(hbm_plan_input *in, const char *key, const char *value, hbm_err *err);
+/* The limits given, as the flag that sets them (owned string, with a leading space). */
+char *plan_mm_limits_flag(const hbm_plan_input *in);
+/* --mm-processor-kwargs: max_pixels (or size.longest_edge) when given, else unchanged. */
+int plan_mm_parse_kwargs(const char *text, int64_t *max_pixels, hbm_err *err);
+/* The encoder's profile run for the flags, and the torch peak of the whole run given the
+ * language model's own (text_act). */
+void plan_mm_profile_for(const plan_ctx *c, const plan_flags *f, plan_mm_profile *p);
+int64_t plan_mm_activation(plan_mm_profile *p, int64_t text_act);
+/* The outcome's multimodal figures into res->multimodal, and the notes they call for:
+ * what profiling the largest item costs and the flag that turns it off (a checkpoint
+ * served for text only profiles it all the same), or what the flags turned off. */
+void plan_mm_result(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
+                    hbm_plan_result *res);
+void plan_mm_notes(const plan_ctx *c, const plan_outcome *o, hbm_plan_result *res);
 
 /* ---- engines (engine.c dispatches; one file of rules each) ---- */
 

@@ -35,6 +35,24 @@ static json_t *launch_json(const hbm_plan_launch *l)
     return o;
 }
 
+/* The vision encoder and its profile run; null for a text model. */
+static json_t *multimodal_json(const hbm_plan_multimodal *mm)
+{
+    if (!mm->present)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "images_profiled", json_boolean(mm->profiled));
+    json_object_set_new(o, "modality", mm->modality[0] ? json_string(mm->modality) : json_null());
+    json_object_set_new(o, "items", json_integer(mm->items));
+    json_object_set_new(o, "tokens_per_item", json_integer(mm->tokens_per_item));
+    json_object_set_new(o, "encoder_cache_tokens", json_integer(mm->encoder_cache_tokens));
+    json_object_set_new(o, "encoder_weights_bytes", json_integer(mm->encoder_weights_bytes));
+    json_object_set_new(o, "encoder_activation_bytes",
+                        json_integer(mm->encoder_activation_bytes));
+    json_object_set_new(o, "tower_loaded", json_boolean(mm->tower_loaded));
+    return o;
+}
+
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
 {
     json_t *j = json_object();
@@ -72,6 +90,7 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "recommendations", recs);
     json_object_set_new(j, "vllm_args", json_string(r->vllm_args ? r->vllm_args : ""));
     json_object_set_new(j, "launch", launch_json(&r->launch));
+    json_object_set_new(j, "multimodal", multimodal_json(&r->multimodal));
     /* what the prediction rests on */
     json_object_set_new(j, "graph_outside_budget_bytes", int_or_null(r->graph_outside_bytes));
     json_object_set_new(j, "max_model_len_fit", int_or_null(r->max_model_len_fit));

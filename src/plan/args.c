@@ -21,6 +21,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->enforce_eager = in->enable_chunked_prefill = -1;
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
+    in->num_speculative_tokens = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -155,6 +156,17 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
+        } else if (!strcmp(f, "--speculative-config")) {
+            TAKE();
+            in->speculative_config = v;
+        } else if (!strcmp(f, "--speculative-model")) {
+            TAKE();
+            in->speculative_model = v;
+        } else if (!strcmp(f, "--num-speculative-tokens")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+            in->num_speculative_tokens = x;
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {

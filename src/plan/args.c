@@ -71,6 +71,21 @@ static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err
     return 0;
 }
 
+/* --speculative-config and V0's single flags, kept as given: spec.c reads them by release */
+static int speculative_flag(hbm_plan_input *in, const char *f, const char *v, hbm_err *err)
+{
+    int64_t x;
+    if (!strcmp(f, "--speculative-config"))
+        in->speculative_config = v;
+    else if (!strcmp(f, "--speculative-model"))
+        in->speculative_model = v;
+    else if (parse_int(f, v, &x, err) < 0 || x < 1)
+        return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+    else
+        in->num_speculative_tokens = x;
+    return 0;
+}
+
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
 {
     int i = 0;
@@ -156,17 +171,11 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
-        } else if (!strcmp(f, "--speculative-config")) {
+        } else if (!strcmp(f, "--speculative-config") || !strcmp(f, "--speculative-model") ||
+                   !strcmp(f, "--num-speculative-tokens")) {
             TAKE();
-            in->speculative_config = v;
-        } else if (!strcmp(f, "--speculative-model")) {
-            TAKE();
-            in->speculative_model = v;
-        } else if (!strcmp(f, "--num-speculative-tokens")) {
-            TAKE();
-            if (parse_int(f, v, &x, err) < 0 || x < 1)
-                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
-            in->num_speculative_tokens = x;
+            if (speculative_flag(in, f, v, err) < 0)
+                return -1;
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {
@@ -181,7 +190,9 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
             if (fl && fl->value && !attached && has_v)
                 i++;
-            if (fl && fl->use == HBM_PLAN_FLAG_UNMODELLED) {
+            /* one key of a JSON flag the planner reads whole is not read */
+            bool json_key = fl && fl->use == HBM_PLAN_FLAG_MODELLED && strchr(f, '.');
+            if (fl && (fl->use == HBM_PLAN_FLAG_UNMODELLED || json_key)) {
                 bool seen = false;
                 for (size_t k = 0; k < in->nunmodelled; k++)
                     seen |= in->unmodelled[k] == fl->name;

@@ -200,9 +200,8 @@ static int config_from_flags(const hbm_plan_input *in, int ver, hbm_plan_spec_co
                                sizeof sc->model - 1);
         snprintf(sc->model, sizeof sc->model, "%s", in->speculative_model);
         snprintf(sc->method, sizeof sc->method, "%s", infer_method(sc->model));
-    } else if (sc->num_speculative_tokens > 0 && !in->speculative_model) {
-        sc->method[0] = 0; /* resolved from the target's MTP layers */
     }
+    /* no model: the method stays "" and the target's MTP layers decide */
     return 0;
 }
 
@@ -273,8 +272,8 @@ static int load_draft(const char *dir, hbm_plan_model *dm, hbm_err *err)
 }
 
 /* The draft checkpoint's share: weights and attention layers. */
-static int draft_from_dir(const hbm_plan_spec_config *sc, int kind, plan_ctx *c,
-                          hbm_plan_result *res, hbm_err *err)
+static int draft_from_dir(const char *flag, const hbm_plan_spec_config *sc, int kind,
+                          plan_ctx *c, hbm_plan_result *res, hbm_err *err)
 {
     hbm_plan_model dm;
     hbm_plan_model_init(&dm);
@@ -282,7 +281,7 @@ static int draft_from_dir(const hbm_plan_spec_config *sc, int kind, plan_ctx *c,
     if (rc != 0) {
         hbm_plan_model_free(&dm);
         if (rc < 0)
-            return hbm_err_prefix(err, FLAG ": the draft %s", sc->model);
+            return hbm_err_prefix(err, "%s: the draft %s", flag, sc->model);
         res->spec.modelled = false;
         add_note(res, hbm_xasprintf("speculative decoding: the draft %s is not a local model "
                                     "directory with a config.json, so its weights and KV "
@@ -312,16 +311,16 @@ static int draft_from_dir(const hbm_plan_spec_config *sc, int kind, plan_ctx *c,
 /* The target's MTP layers: their weights (already in a measured checkpoint, which holds
  * them; otherwise one average decoder layer and the 2 x hidden -> hidden projection each)
  * and one KV layer each, shaped like the target's. */
-static int draft_from_mtp(plan_ctx *c, hbm_plan_result *res, hbm_err *err)
+static int draft_from_mtp(const char *flag, plan_ctx *c, hbm_plan_result *res, hbm_err *err)
 {
     const hbm_plan_model *m = c->m;
     static const char *const keys[] = {"num_nextn_predict_layers", "mtp_num_hidden_layers",
                                        "num_mtp_layers", NULL};
     int64_t n = config_int(m->path, keys);
     if (n <= 0)
-        return hbm_err_set(err, FLAG ": method %s runs the target's MTP layers, and %s has "
+        return hbm_err_set(err, "%s: method %s runs the target's MTP layers, and %s has "
                                 "none (num_nextn_predict_layers / mtp_num_hidden_layers)",
-                           res->spec.method, m->path);
+                           flag, res->spec.method, m->path);
     if (m->weights_estimated && m->num_layers > 0) {
         double layer = (double)(m->weights_bytes - m->embed_bytes) / (double)m->num_layers;
         double proj = 2.0 * (double)m->hidden_size * (double)m->hidden_size * c->act_bytes;
@@ -382,10 +381,13 @@ int plan_spec_apply(const hbm_plan_input *in, plan_ctx *c, const plan_flags *f,
     s->num_speculative_tokens = sc.num_speculative_tokens;
     snprintf(s->method, sizeof s->method, "%s", sc.method[0] ? sc.method : "mtp");
     c->draft.tp = sc.draft_tensor_parallel_size > 0 ? sc.draft_tensor_parallel_size : 0;
+    const char *flag = in->speculative_config ? FLAG
+                       : in->speculative_model ? "--speculative-model"
+                                               : "--num-speculative-tokens";
     int kind = method_kind(s->method);
-    int rc = kind == DRAFT_MTP ? draft_from_mtp(c, res, err)
+    int rc = kind == DRAFT_MTP ? draft_from_mtp(flag, c, res, err)
              : kind == DRAFT_NONE ? 0
-                                  : draft_from_dir(&sc, kind, c, res, err);
+                                  : draft_from_dir(flag, &sc, kind, c, res, err);
     if (rc < 0)
         return -1;
     if (s->num_speculative_tokens > 0)

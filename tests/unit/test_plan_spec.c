@@ -328,6 +328,55 @@ static void test_old_flags_by_version(void **state)
     assert_non_null(strstr(err.msg, "--num-speculative-tokens"));
 }
 
+/* The changes that make it fit keep the drafter, which their figures count; one key of the
+ * JSON flag is not read, and says so. */
+static void test_flag_lines_keep_the_drafter(void **state)
+{
+    (void)state;
+    char *argv[] = {"vllm", "serve", FIX "qwen3-14b", "--max-model-len", "40960",
+                    "--speculative-config",
+                    "{\"method\": \"draft_model\", \"model\": \"" FIX "qwen3-0.6b\", "
+                    "\"num_speculative_tokens\": 4}"};
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_args_from_argv(&in, 7, argv, &err), 0);
+    in.platform = HBM_PLAN_PLATFORM_CUDA;
+    in.mem_total_bytes = 40 * GIB;
+    in.vllm_version = "0.11.0";
+    hbm_plan_result r;
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    assert_non_null(strstr(r.vllm_args, "--speculative-config '{\"method\": \"draft_model\""));
+    assert_false(r.fits);
+    assert_true(r.nrecs > 0);
+    for (size_t i = 0; i < r.nrecs; i++)
+        assert_non_null(strstr(r.recs[i].vllm_args, "--speculative-config"));
+    hbm_plan_result_free(&r);
+
+    char *dotted[] = {"vllm", "serve", "m", "--speculative-config.method", "ngram"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 5, dotted, &err), 0);
+    assert_null(in.speculative_config);
+    assert_int_equal(in.nunmodelled, 1);
+    assert_string_equal(in.unmodelled[0], "--speculative-config");
+}
+
+/* V0's DeepSeek MTP: --num-speculative-tokens alone runs the target's own layers. */
+static void test_v0_mtp_from_the_count(void **state)
+{
+    (void)state;
+    char dir[128];
+    config_with("deepseek-v2-lite-chat", "num_nextn_predict_layers", 1, dir, sizeof dir);
+    char *argv[] = {"--num-speculative-tokens", "1"};
+    hbm_plan_result r;
+    plan(dir, "0.7.3", 2, argv, &r);
+    assert_string_equal(r.spec.method, "mtp");
+    assert_int_equal(r.spec.draft_layers, 1);
+    assert_non_null(strstr(r.vllm_args, "--num-speculative-tokens 1"));
+    hbm_plan_result_free(&r);
+    remove_dir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +389,8 @@ int main(void)
         cmocka_unit_test(test_mtp_layers),
         cmocka_unit_test(test_mtp_on_a_hybrid),
         cmocka_unit_test(test_old_flags_by_version),
+        cmocka_unit_test(test_flag_lines_keep_the_drafter),
+        cmocka_unit_test(test_v0_mtp_from_the_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

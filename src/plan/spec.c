@@ -354,17 +354,22 @@ static void spec_note(const plan_ctx *c, hbm_plan_result *res)
     const hbm_plan_spec *s = &res->spec;
     if (!s->modelled)
         return;
+    if (c->draft.weights == 0 && c->draft.layers == 0) {
+        add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): drafts from the "
+                                    "tokens already seen, no device memory",
+                                    s->method, (long long)s->num_speculative_tokens));
+        return;
+    }
+    bool in_checkpoint = c->draft.weights == 0 && !c->m->weights_estimated;
     add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): %.2f GiB of draft "
-                                "weights per rank, %lld attention layers adding %lld bytes per "
-                                "token to the KV cache%s",
+                                "weights per rank%s, %lld attention layer%s adding %lld bytes "
+                                "per token to the KV cache",
                                 s->method, (long long)s->num_speculative_tokens,
                                 (double)s->draft_weights_bytes / GIB_D,
-                                (long long)s->draft_layers,
-                                (long long)s->draft_kv_bytes_per_token,
-                                c->draft.weights == 0 && c->draft.layers > 0 &&
-                                        !c->m->weights_estimated
-                                    ? " (the MTP weights are in the checkpoint measured)"
-                                    : ""));
+                                in_checkpoint ? " (the MTP layers are in the checkpoint measured)"
+                                              : "",
+                                (long long)s->draft_layers, s->draft_layers == 1 ? "" : "s",
+                                (long long)s->draft_kv_bytes_per_token));
 }
 
 int plan_spec_apply(const hbm_plan_input *in, plan_ctx *c, const plan_flags *f,

@@ -231,6 +231,12 @@ typedef struct hbm_plan_input {
     const char *mm_processor_kwargs;
     const char *mm_encoder_tp_mode;
     bool skip_mm_profiling;
+    /* speculative decoding (docs/planner.md): --speculative-config JSON (0.8.0+), or V0's
+     * --speculative-model / --num-speculative-tokens (up to 0.8.2); all borrowed, unset =
+     * NULL / HBM_UNKNOWN */
+    const char *speculative_config;
+    const char *speculative_model;
+    int64_t num_speculative_tokens;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -302,6 +308,31 @@ typedef struct hbm_plan_multimodal {
     int64_t encoder_activation_bytes; /* the encoder's peak on the dummy items, per rank */
     bool tower_loaded;            /* false: every limit is 0 and vLLM skips the tower */
 } hbm_plan_multimodal;
+/* What a --speculative-config says, as far as device memory goes. */
+typedef struct hbm_plan_spec_config {
+    char method[32];               /* vLLM's name: eagle, eagle3, mtp, ngram, draft_model ... */
+    char model[512];               /* the draft's directory or hub name, "" when none */
+    int64_t num_speculative_tokens; /* HBM_UNKNOWN when not given */
+    int64_t draft_tensor_parallel_size; /* HBM_UNKNOWN: the target's */
+} hbm_plan_spec_config;
+
+/* Parses a --speculative-config value (JSON text of len bytes). Fails naming the flag and
+ * what is wrong: not a JSON object, a key of the wrong type, a method vLLM does not know,
+ * a method that needs a model without one. A method left out is inferred as vLLM does
+ * (the draft's name says eagle / eagle3, "[ngram]", else draft_model). */
+int hbm_plan_spec_parse(const char *text, size_t len, hbm_plan_spec_config *out,
+                        hbm_err *err);
+
+/* Speculative decoding in a plan (docs/planner.md, "vLLM, speculative decoding"). */
+typedef struct hbm_plan_spec {
+    bool on;
+    char method[32];
+    bool modelled;                 /* false: the draft is not a local directory */
+    int64_t draft_weights_bytes;   /* per rank; 0 for n-gram, HBM_UNKNOWN when unmodelled */
+    int64_t draft_kv_bytes_per_token; /* per rank, in the same KV cache as the target's */
+    int64_t draft_layers;          /* attention layers the draft adds to the KV cache */
+    int64_t num_speculative_tokens;
+} hbm_plan_spec;
 
 typedef struct hbm_plan_result {
     hbm_plan_engine engine;
@@ -350,6 +381,7 @@ typedef struct hbm_plan_result {
     char visible_devices[160]; /* the variable that chose them, "" when unset */
     hbm_plan_launch launch;   /* hbm_plan_serve only */
     hbm_plan_multimodal multimodal; /* present = false for text models */
+    hbm_plan_spec spec;       /* speculative decoding; spec.on false when none */
 } hbm_plan_result;
 
 void hbm_plan_result_free(hbm_plan_result *r);

@@ -25,7 +25,7 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
                             "%lld --max-num-batched-tokens %lld",
                             v->model, (long long)f->tp, pp, util, (long long)f->mml,
                             (long long)f->seqs, (long long)f->mnbt);
-    char *extra[9] = {0};
+    char *extra[11] = {0};
     int n = 0;
     if (f->block_given)
         extra[n++] = hbm_xasprintf(" --block-size %lld", (long long)f->block);
@@ -45,6 +45,15 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
         extra[n++] = hbm_xasprintf(" --mm-encoder-tp-mode %s", v->in->mm_encoder_tp_mode);
     if (v->in->skip_mm_profiling)
         extra[n++] = hbm_xstrdup(" --skip-mm-profiling");
+    /* the drafter stays: the figures count it */
+    if (v->in->speculative_config)
+        extra[n++] = hbm_xasprintf(" --speculative-config '%s'", v->in->speculative_config);
+    if (v->in->speculative_model || v->in->num_speculative_tokens > 0)
+        extra[n++] = hbm_xasprintf("%s%s --num-speculative-tokens %lld",
+                                   v->in->speculative_model ? " --speculative-model " : "",
+                                   v->in->speculative_model ? v->in->speculative_model : "",
+                                   (long long)(v->in->num_speculative_tokens > 0
+                                                   ? v->in->num_speculative_tokens : 1));
     for (int i = 0; i < n; i++) {
         char *t = hbm_xasprintf("%s%s", s, extra[i]);
         free(s);

@@ -23,6 +23,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->serve_requests = HBM_UNKNOWN;
     in->max_total_tokens = in->cuda_graph_max_bs = HBM_UNKNOWN;
     in->mm_limit_image = in->mm_limit_video = HBM_UNKNOWN;
+    in->num_speculative_tokens = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -70,6 +71,51 @@ static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err
         return hbm_err_set(err, "%s: \"%s\" is not a count", flag, v);
     *out = x;
     return 0;
+}
+
+/* --speculative-config and V0's single flags, kept as given: spec.c reads them by release */
+static int speculative_flag(hbm_plan_input *in, const char *f, const char *v, hbm_err *err)
+{
+    int64_t x;
+    if (!strcmp(f, "--speculative-config"))
+        in->speculative_config = v;
+    else if (!strcmp(f, "--speculative-model"))
+        in->speculative_model = v;
+    else if (parse_int(f, v, &x, err) < 0 || x < 1)
+        return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+    else
+        in->num_speculative_tokens = x;
+    return 0;
+}
+
+/* The on/off flags the plan reads; false when f is none of them. */
+static bool switch_flag(hbm_plan_input *in, const char *f)
+{
+    if (!strcmp(f, "--enforce-eager") || !strcmp(f, "--no-enforce-eager"))
+        in->enforce_eager = f[2] != 'n';
+    else if (!strcmp(f, "--enable-chunked-prefill") || !strcmp(f, "--no-enable-chunked-prefill"))
+        in->enable_chunked_prefill = f[2] != 'n';
+    else
+        return false;
+    return true;
+}
+
+/* A flag the plan does not read: listed when it changes memory unmodelled. Returns whether
+ * it takes the next word (the table says; unknown flags stand alone). */
+static bool other_flag(hbm_plan_input *in, const char *a, const char *f, bool has_v)
+{
+    bool attached;
+    const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
+    /* one key of a JSON flag the planner reads whole is not read */
+    bool json_key = fl && fl->use == HBM_PLAN_FLAG_MODELLED && strchr(f, '.');
+    if (fl && (fl->use == HBM_PLAN_FLAG_UNMODELLED || json_key)) {
+        bool seen = false;
+        for (size_t k = 0; k < in->nunmodelled; k++)
+            seen |= in->unmodelled[k] == fl->name;
+        if (!seen && in->nunmodelled < sizeof in->unmodelled / sizeof in->unmodelled[0])
+            in->unmodelled[in->nunmodelled++] = fl->name;
+    }
+    return fl && fl->value && !attached && has_v;
 }
 
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
@@ -162,27 +208,14 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
                 TAKE();
             if (plan_mm_arg(in, f, v, err) < 0)
                 return -1;
-        } else if (!strcmp(f, "--enforce-eager")) {
-            in->enforce_eager = 1;
-        } else if (!strcmp(f, "--no-enforce-eager")) {
-            in->enforce_eager = 0;
-        } else if (!strcmp(f, "--enable-chunked-prefill")) {
-            in->enable_chunked_prefill = 1;
-        } else if (!strcmp(f, "--no-enable-chunked-prefill")) {
-            in->enable_chunked_prefill = 0;
-        } else {
-            /* the table says whether the flag takes the next word; unknown ones stand alone */
-            bool attached;
-            const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
-            if (fl && fl->value && !attached && has_v)
+        } else if (!strcmp(f, "--speculative-config") || !strcmp(f, "--speculative-model") ||
+                   !strcmp(f, "--num-speculative-tokens")) {
+            TAKE();
+            if (speculative_flag(in, f, v, err) < 0)
+                return -1;
+        } else if (!switch_flag(in, f)) {
+            if (other_flag(in, a, f, has_v))
                 i++;
-            if (fl && fl->use == HBM_PLAN_FLAG_UNMODELLED) {
-                bool seen = false;
-                for (size_t k = 0; k < in->nunmodelled; k++)
-                    seen |= in->unmodelled[k] == fl->name;
-                if (!seen && in->nunmodelled < sizeof in->unmodelled / sizeof in->unmodelled[0])
-                    in->unmodelled[in->nunmodelled++] = fl->name;
-            }
         }
 #undef TAKE
     }

@@ -27,7 +27,8 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--no-enforce-eager", false, M}, {"--enable-chunked-prefill", false, M},
     {"--no-enable-chunked-prefill", false, M}, {"--limit-mm-per-prompt", true, M},
     {"--mm-processor-kwargs", true, M}, {"--mm-encoder-tp-mode", true, M},
-    {"--skip-mm-profiling", false, M},
+    {"--skip-mm-profiling", false, M}, {"--speculative-config", true, M},
+    {"--speculative-model", true, M}, {"--num-speculative-tokens", true, M},
     /* server front end: no device memory */
     {"--host", true, I}, {"--port", true, I}, {"--served-model-name", true, I},
     {"--api-key", true, I}, {"--uvicorn-log-level", true, I}, {"--root-path", true, I},
@@ -82,9 +83,14 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--disable-chunked-mm-input", false, I}, {"--data-parallel-hybrid-lb", false, I},
     {"--ray-workers-use-nsight", false, I}, {"--disable-async-output-proc", false, I},
     {"--calculate-kv-scales", false, I},
+    /* V0 speculative decoding's tuning (up to 0.8.2): no device memory */
+    {"--ngram-prompt-lookup-max", true, I}, {"--ngram-prompt-lookup-min", true, I},
+    {"--speculative-disable-by-batch-size", true, I}, {"--speculative-max-model-len", true, I},
+    {"--spec-decoding-acceptance-method", true, I}, {"--speculative-disable-mqa-scorer", false, I},
     /* change device memory in ways the planner does not model */
     {"--cpu-offload-gb", true, U}, {"--num-gpu-blocks-override", true, U},
-    {"--speculative-config", true, U}, {"--kv-transfer-config", true, U},
+    {"--kv-transfer-config", true, U}, {"--speculative-draft-tensor-parallel-size", true, U},
+    {"--speculative-model-quantization", true, U},
     {"--compilation-config", true, U}, {"-O", true, U}, {"--additional-config", true, U},
     {"--hf-overrides", true, U}, {"--config", true, U}, {"--rope-scaling", true, U},
     {"--rope-theta", true, U},

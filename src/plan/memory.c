@@ -55,7 +55,7 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
     if (m->mla)
         w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
              (1.0 - 1.0 / (double)f->tp);
-    return (int64_t)w;
+    return (int64_t)w + plan_draft_weights(c, f);
 }
 
 /* Torch peak of the profile run: the forward over max_num_batched_tokens (the largest MLP
@@ -156,6 +156,9 @@ static layout kv_layout(const plan_ctx *c, const plan_flags *f)
     int64_t vd = m->mla ? 0 : (m->v_head_dim > 0 ? m->v_head_dim : m->head_dim);
     int64_t tok = heads * (m->head_dim + vd) * f->kvb; /* one token, one layer */
     int64_t nf = cdiv(c->n_full, f->pp), ns = cdiv(c->n_slide, f->pp), nl = cdiv(c->n_lin, f->pp);
+    /* a drafter's attention layers join the full-attention pool (as many layers of the
+     * target's page as its bytes fill: exact when its layers are shaped like the target's) */
+    nf += cdiv(plan_draft_kv_per_token(c, f), tok);
     l.block = f->block;
     if (nl > 0 && nf > 0 && m->linear_num_v_heads > 0) {
         /* Mamba-style state per layer and request; attention blocks grow to cover it */
@@ -194,7 +197,8 @@ static layout kv_layout(const plan_ctx *c, const plan_flags *f)
 /* Blocks one request of length len needs across all groups. */
 static int64_t blocks_per_request(const plan_ctx *c, const plan_flags *f, const layout *l, int64_t len)
 {
-    int64_t n = l->g_full * cdiv(len, l->block) + l->g_lin;
+    /* full attention needs no block for speculative tokens; a Mamba group one per token */
+    int64_t n = l->g_full * cdiv(len, l->block) + l->g_lin * (1 + c->draft.mamba_spec_blocks);
     if (l->g_slide) {
         int64_t w = c->m->sliding_window - 1 + f->mnbt;
         n += l->g_slide * (cdiv(w < len ? w : len, l->block) + 1);

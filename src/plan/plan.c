@@ -368,6 +368,8 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     plan_ctx c = model_ctx(in, m, ver, ascend, res);
     c.mm = mm.vit != PLAN_VIT_NONE ? &mm : NULL;
     plan_flags f = serving_flags(in, &c, ascend, res);
+    if (plan_spec_apply(in, &c, &f, res, err) < 0)
+        return -1;
     plan_outcome o;
     plan_evaluate(&c, &f, &o);
     fill_figures(in, &f, &o, ver, res);

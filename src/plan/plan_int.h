@@ -101,6 +101,16 @@ typedef struct plan_outcome {
     plan_mm_profile mm; /* multimodal models only */
 } plan_outcome;
 
+/* What a speculative-decoding drafter adds to the start-up (spec.c). */
+typedef struct plan_draft {
+    int64_t weights;     /* bytes on one rank at draft TP 1 */
+    int64_t tp;          /* draft_tensor_parallel_size; 0: the target's */
+    int64_t layers;      /* attention layers in the same KV cache */
+    int64_t kv_heads;    /* per layer (0: an MLA latent, not split by TP) */
+    int64_t kv_width;    /* K + V elements per head and token */
+    int64_t mamba_spec_blocks; /* extra state blocks per request of each Mamba group */
+} plan_draft;
+
 /* What stays fixed while flags vary: the model and the version rules. */
 typedef struct plan_ctx {
     const hbm_plan_model *m;
@@ -109,6 +119,7 @@ typedef struct plan_ctx {
     int act_bytes;     /* activation / model dtype bytes at run time */
     double w_scale;    /* run-time weight bytes per checkpoint byte (online fp8, fp32->16) */
     int64_t n_full, n_slide, n_lin; /* layers of each kind in the model */
+    plan_draft draft;  /* speculative decoding (spec.c); all zero without it */
 } plan_ctx;
 
 /* The caller's input and the model name for flag lines (both borrowed). */
@@ -116,6 +127,14 @@ typedef struct plan_view {
     const hbm_plan_input *in;
     const char *model;
 } plan_view;
+
+/* Speculative decoding (spec.c): the drafter of in's flags into c->draft and res->spec;
+ * fails on a speculative flag vLLM would refuse (removed flags, a bad JSON). */
+int plan_spec_apply(const hbm_plan_input *in, plan_ctx *c, const plan_flags *f,
+                    hbm_plan_result *res, hbm_err *err);
+/* The draft's KV bytes per token on one rank, and its weights on one rank. */
+int64_t plan_draft_kv_per_token(const plan_ctx *c, const plan_flags *f);
+int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);

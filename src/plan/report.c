@@ -53,6 +53,21 @@ static json_t *multimodal_json(const hbm_plan_multimodal *mm)
     return o;
 }
 
+/* Speculative decoding's share of the plan; null without it. */
+static json_t *spec_json(const hbm_plan_spec *s)
+{
+    if (!s->on)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "method", json_string(s->method));
+    json_object_set_new(o, "modelled", json_boolean(s->modelled));
+    json_object_set_new(o, "draft_weights_bytes", int_or_null(s->draft_weights_bytes));
+    json_object_set_new(o, "draft_kv_bytes_per_token", int_or_null(s->draft_kv_bytes_per_token));
+    json_object_set_new(o, "draft_layers", int_or_null(s->draft_layers));
+    json_object_set_new(o, "num_speculative_tokens", int_or_null(s->num_speculative_tokens));
+    return o;
+}
+
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
 {
     json_t *j = json_object();
@@ -91,6 +106,7 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "vllm_args", json_string(r->vllm_args ? r->vllm_args : ""));
     json_object_set_new(j, "launch", launch_json(&r->launch));
     json_object_set_new(j, "multimodal", multimodal_json(&r->multimodal));
+    json_object_set_new(j, "speculative", spec_json(&r->spec));
     /* what the prediction rests on */
     json_object_set_new(j, "graph_outside_budget_bytes", int_or_null(r->graph_outside_bytes));
     json_object_set_new(j, "max_model_len_fit", int_or_null(r->max_model_len_fit));

@@ -104,6 +104,7 @@ typedef struct plan_engine {
 } plan_engine;
 
 extern const plan_engine plan_engine_vllm;
+extern const plan_engine plan_engine_mindie; /* mindie.c */
 
 /* vLLM's flag table (flags.c) and its reading of a command line (args.c). */
 extern const hbm_plan_flag plan_vllm_flags[];

@@ -288,7 +288,9 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "cuda or ascend (with --mem; default cuda)", .choices = platforms,
                 .words = "cuda ascend"),
         CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
-                "the serving engine whose start-up is planned: vllm (default)"),
+                "the serving engine whose start-up is planned: vllm (default) or\n"
+                "mindie (its config keys as flags: --npuMemSize, --maxSeqLen, ...;\n"
+                "its config.json after '--')"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
                 "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
                 "on Ascend; others are refused; default the newest"),

@@ -73,6 +73,14 @@ char *cli_plan_verdict_text(const hbm_plan_result *r)
     return s;
 }
 
+/* Whose start-up the plan is: vLLM (vllm-ascend on Ascend) or the engine --engine named. */
+static const char *engine_word(const hbm_plan_result *r, bool rules)
+{
+    if (r->engine == HBM_PLAN_ENGINE_MINDIE)
+        return "MindIE";
+    return rules && r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM";
+}
+
 /* The model, the device (and which ones), the weights and the flags. */
 static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
 {
@@ -83,7 +91,7 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
         m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
         (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
         m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-        r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM", r->vllm_version);
+        engine_word(r, true), r->vllm_version);
     cli_wrap_from(f, line, 8, 8, width, false);
     free(line);
     char fr[48];
@@ -221,9 +229,11 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     report_inputs(f, r, width);
     report_breakdown(f, r, width);
     if (r->fits)
-        fprintf(f, "verdict %sFITS%s: vLLM starts with these flags\n", green, reset);
+        fprintf(f, "verdict %sFITS%s: %s starts with these flags\n", green, reset,
+                engine_word(r, false));
     else
-        fprintf(f, "verdict %sDOES NOT START%s: vLLM will say\n", red, reset);
+        fprintf(f, "verdict %sDOES NOT START%s: %s will say\n", red, reset,
+                engine_word(r, false));
     for (size_t i = 0; i < r->nerrors; i++)
         wrap_hang(f, r->errors[i].message, 8, 8, width);
     if (r->nrecs) {

@@ -212,6 +212,10 @@ static int search(const serve_ctx *s, layout *best, int *cap, bool *found, doubl
 int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
 {
     memset(r, 0, sizeof *r);
+    /* the search walks vLLM's layouts (TP x PP) and utilisations */
+    if (in->engine != HBM_PLAN_ENGINE_VLLM)
+        return hbm_err_set(err, "--serve plans vLLM launches; --engine %s is planned forward "
+                                "only", hbm_plan_engine_name(in->engine));
     if (check_target(in, err) < 0 || !in->model_path)
         return in->model_path ? -1 : hbm_err_set(err, "no model: give a model directory");
     hbm_plan_model m;

@@ -398,8 +398,8 @@ typedef struct mindie_ctx {
     int kvb;
 } mindie_ctx;
 
-/* calc_block_mem: every layer keeps K and V for each KV head of the rank (MLA: the latent
- * and the rope key of one head). */
+/* calc_block_mem: every layer keeps K and V for each KV head of the card, at least one when
+ * the heads are fewer than the cards (MLA: the latent and the rope key of one head). */
 static int64_t block_bytes(const mindie_ctx *c, const mindie_settings *s)
 {
     const hbm_plan_model *m = c->m;
@@ -407,7 +407,7 @@ static int64_t block_bytes(const mindie_ctx *c, const mindie_settings *s)
     if (m->mla) {
         per_layer = m->kv_lora_rank + m->qk_rope_head_dim;
     } else {
-        int64_t heads = cdiv(m->num_kv_heads, s->world);
+        int64_t heads = m->num_kv_heads / s->world > 1 ? m->num_kv_heads / s->world : 1;
         per_layer = heads * (m->head_dim + (m->v_head_dim > 0 ? m->v_head_dim : m->head_dim));
     }
     return s->block * m->num_layers * per_layer * c->kvb;

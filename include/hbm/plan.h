@@ -237,6 +237,13 @@ typedef struct hbm_plan_input {
     const char *speculative_config;
     const char *speculative_model;
     int64_t num_speculative_tokens;
+    /* MindIE's keys that no vLLM flag above means (src/plan/mindie.c); 0 = unset, a value
+     * MindIE refuses for each */
+    int64_t npu_mem_size_gib;       /* npuMemSize: GiB of KV cache per card, -1 automatic */
+    int64_t max_input_len;          /* maxInputTokenLen */
+    int64_t max_prefill_batch_size; /* maxPrefillBatchSize */
+    int64_t max_iter_times;         /* maxIterTimes */
+    char config_model_path[1024];   /* modelWeightPath of a MindIE config.json read */
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -399,6 +406,14 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
  * utilisation), with the other flags as given. r is the forward plan of that launch (or of
  * the closest, r->launch.serves false) with r->launch filled. */
 int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err);
+
+/* Reads a MindIE config.json (BackendConfig: npuDeviceIds, ModelDeployConfig: maxSeqLen,
+ * maxInputTokenLen, ModelConfig[0]: npuMemSize, worldSize, modelWeightPath, ScheduleConfig:
+ * cacheBlockSize, maxPrefillTokens, maxPrefillBatchSize, maxBatchSize, maxIterTimes) into
+ * the fields of in still unset, so flags given win. name is for messages; fails naming the
+ * key that is missing, mistyped or out of MindIE's range. */
+int hbm_plan_mindie_config_parse(const char *text, size_t len, const char *name,
+                                 hbm_plan_input *in, hbm_err *err);
 
 /* `plan` JSON (docs/planner.md) (new reference). */
 json_t *hbm_plan_result_to_json(const hbm_plan_result *r);

@@ -36,10 +36,15 @@ static void bar_row(FILE *f, const char *label, int64_t bytes, int64_t total, in
             total > 0 ? 100.0 * (double)bytes / (double)total : 0.0, bar);
 }
 
-/* The engine as the verdict names it. */
-static const char *engine_word(const hbm_plan_result *r)
+/* Whose start-up the plan is: vLLM (vllm-ascend on Ascend, when the rules are named) or the
+ * engine --engine named. */
+static const char *engine_word(const hbm_plan_result *r, bool rules)
 {
-    return r->engine == HBM_PLAN_ENGINE_SGLANG ? "SGLang" : "vLLM";
+    if (r->engine == HBM_PLAN_ENGINE_MINDIE)
+        return "MindIE";
+    if (r->engine == HBM_PLAN_ENGINE_SGLANG)
+        return "SGLang";
+    return rules && r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend" : "vLLM";
 }
 
 /* The numbered changes with their costs and flag lines. */
@@ -66,10 +71,10 @@ char *cli_plan_verdict_text(const hbm_plan_result *r)
         return hbm_xstrdup("");
     if (r->fits) {
         fprintf(f, "%s starts: %lld KV tokens, %.2fx concurrency at max-model-len %lld\n",
-                engine_word(r), (long long)r->kv_cache_tokens, r->max_concurrency, (long long)r->max_model_len);
+                engine_word(r, false), (long long)r->kv_cache_tokens, r->max_concurrency, (long long)r->max_model_len);
     } else {
         /* vLLM's words on one line, so they read (and grep) as vLLM prints them */
-        fprintf(f, "%s will not start: %s\n", engine_word(r),
+        fprintf(f, "%s will not start: %s\n", engine_word(r, false),
                 r->nerrors ? r->errors[0].message : "");
         if (r->nrecs)
             recs_text(f, r, CLI_WIDTH);
@@ -90,10 +95,7 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
         m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
         (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
         m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-        r->engine == HBM_PLAN_ENGINE_SGLANG      ? "SGLang"
-        : r->platform == HBM_PLAN_PLATFORM_ASCEND ? "vllm-ascend"
-                                                  : "vLLM",
-        r->vllm_version);
+        engine_word(r, true), r->vllm_version);
     cli_wrap_from(f, line, 8, 8, width, false);
     free(line);
     char fr[48];
@@ -231,7 +233,7 @@ static void launch_text(FILE *f, const hbm_plan_result *r, int width)
     if (!isnan(l->fewer_devices_concurrency)) {
         t = l->fewer_devices_concurrency > 0
                 ? hbm_xasprintf("fewer devices reach at most %.2fx", l->fewer_devices_concurrency)
-                : hbm_xasprintf("on fewer devices %s does not start", engine_word(r));
+                : hbm_xasprintf("on fewer devices %s does not start", engine_word(r, false));
         wrap_hang(f, t, 8, 8, width);
         free(t);
     }
@@ -253,9 +255,10 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     report_breakdown(f, r, width);
     if (r->fits)
         fprintf(f, "verdict %sFITS%s: %s starts with these flags\n", green, reset,
-                engine_word(r));
+                engine_word(r, false));
     else
-        fprintf(f, "verdict %sDOES NOT START%s: %s will say\n", red, reset, engine_word(r));
+        fprintf(f, "verdict %sDOES NOT START%s: %s will say\n", red, reset,
+                engine_word(r, false));
     for (size_t i = 0; i < r->nerrors; i++)
         wrap_hang(f, r->errors[i].message, 8, 8, width);
     if (r->nrecs) {

@@ -11,6 +11,7 @@
 static const plan_engine *const engines[] = {
     &plan_engine_vllm,
     &plan_engine_sglang,
+    &plan_engine_mindie,
 };
 
 #define NENGINES (sizeof engines / sizeof engines[0])

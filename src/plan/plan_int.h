@@ -200,10 +200,12 @@ typedef struct plan_engine {
      * take (gpu_memory_utilization in the input; NULL: none, so --serve is refused) and
      * the tokens of one request (max_model_len) */
     const char *util_flag, *len_flag;
+    bool no_pipeline; /* the engine has no pipeline parallelism: --serve keeps PP 1 */
 } plan_engine;
 
 extern const plan_engine plan_engine_vllm;
 extern const plan_engine plan_engine_sglang; /* sglang.c */
+extern const plan_engine plan_engine_mindie; /* mindie.c */
 
 /* vLLM's flag table (flags.c) and its reading of a command line (args.c). */
 extern const hbm_plan_flag plan_vllm_flags[];

@@ -91,7 +91,8 @@ static size_t layouts(const serve_ctx *s, layout *out)
             if (d % tp || pp > SERVE_MAX_PP || pp > s->layers || s->heads % tp)
                 continue;
             if ((s->in->tensor_parallel_size > 0 && tp != s->in->tensor_parallel_size) ||
-                (s->in->pipeline_parallel_size > 0 && pp != s->in->pipeline_parallel_size))
+                (s->in->pipeline_parallel_size > 0 && pp != s->in->pipeline_parallel_size) ||
+                (plan_engine_of(s->in->engine)->no_pipeline && pp > 1))
                 continue;
             out[n++] = (layout){tp, pp};
         }
@@ -140,7 +141,7 @@ static int lowest_util(const serve_ctx *s, layout l, int cap, hbm_err *err)
 /* The forward plan's flags, one word each: from the first option after the launcher. */
 static void split_flags(hbm_plan_launch *lw, const char *line)
 {
-    const char *p = line ? strstr(line, " --") : NULL;
+    const char *p = !line ? NULL : !strncmp(line, "--", 2) ? line : strstr(line, " --");
     while (p && *p) {
         while (*p == ' ')
             p++;
@@ -217,6 +218,7 @@ static int search(const serve_ctx *s, layout *best, int *cap, bool *found, doubl
 int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
 {
     memset(r, 0, sizeof *r);
+    /* the search walks vLLM's layouts (TP x PP) and utilisations */
     if (check_target(in, err) < 0 || !in->model_path)
         return in->model_path ? -1 : hbm_err_set(err, "no model: give a model directory");
     hbm_plan_model m;

@@ -295,4 +295,14 @@ EOF
 hbm plan "$fix/qwen3-14b" --device auto >"$tmp/out" 2>"$tmp/err"
 check "auto: failed observation exits 2" test $? -eq 2
 check "auto: says why" grep -q 'no live observation' "$tmp/err"
+# MindIE: its keys as flags, its config.json after '--', its words
+hbm plan --engine mindie --device 910B3 -- /opt/mindie/bin/mindieservice_daemon \
+    "$HBM_SRC/tests/fixtures/mindie/config.json" >"$tmp/out" 2>"$tmp/err"
+check "mindie config: exits 0" test $? -eq 0
+check "mindie config: starts" grep -q 'verdict FITS: MindIE starts' "$tmp/out"
+check "mindie config: its keys back" grep -q -- '--npuMemSize 8 --maxSeqLen 8192' "$tmp/out"
+check "mindie: 100 columns" fits_width "$tmp/out"
+hbm plan "$fix/qwen3-14b" --engine mindie --device 910B3 --maxSeqLn 4096 >"$tmp/out" 2>"$tmp/err"
+check "mindie typo: exits 2" test $? -eq 2
+check "mindie typo: suggests" grep -q 'did you mean --maxSeqLen?' "$tmp/err"
 finish

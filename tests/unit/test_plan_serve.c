@@ -48,7 +48,33 @@ static const target targets[] = {
     {"llama-3.1-8b-instruct", "L4", 4, 8192, "0.4.3", NULL, -1, "sglang"},
     {"qwen2.5-14b", "A100-80G", 32, 16384, NULL, NULL, 60, "sglang"},
     {"deepseek-v2-lite-chat", "H200", 64, 32768, NULL, NULL, -1, "sglang"},
+    {"qwen2.5-14b", "910B3", 64, 8192, NULL, NULL, -1, "mindie"},
+    {"qwen2.5-32b", "910B4", 16, 32768, NULL, NULL, -1, "mindie"},
 };
+
+/* How each engine's command line names what the test varies. */
+typedef struct engine_words {
+    const char *name;
+    const char *launcher[4];
+    bool model_positional;
+    const char *util, *tp, *pp; /* pp NULL: the engine has none */
+} engine_words;
+
+static const engine_words engines[] = {
+    {"vllm", {"serve", NULL}, true, "--gpu-memory-utilization", "-tp", "-pp"},
+    {"sglang", {"python", "-m", "sglang.launch_server", NULL}, false, "--mem-fraction-static",
+     "--tp-size", "--pp-size"},
+    {"mindie", {NULL}, false, "--NPU_MEMORY_FRACTION", "--worldSize", NULL},
+};
+
+static const engine_words *words_of(const target *t)
+{
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+        if (!strcmp(engines[i].name, t->engine ? t->engine : "vllm"))
+            return &engines[i];
+    fail_msg("no engine %s", t->engine);
+    return NULL;
+}
 
 static void base_input(const target *t, const char *path, hbm_plan_input *in)
 {
@@ -75,26 +101,24 @@ static bool serves(const target *t, const char *path, char *const *flags, size_t
     char *argv[64];
     int argc = 0;
     char tps[16], pps[16];
-    bool sglang = t->engine && !strcmp(t->engine, "sglang");
-    if (sglang) { /* its flags name the model */
-        argv[argc++] = "python";
-        argv[argc++] = "-m";
-        argv[argc++] = "sglang.launch_server";
-    } else {
-        argv[argc++] = "serve";
+    const engine_words *e = words_of(t);
+    for (int k = 0; e->launcher[k]; k++)
+        argv[argc++] = (char *)e->launcher[k];
+    if (e->model_positional)
         argv[argc++] = (char *)path;
-    }
     for (size_t i = 0; i < nflags && argc < 56; i++)
         argv[argc++] = flags[i];
     if (util) { /* a variation of the answer: appended flags win, as in the engines' parsers */
         snprintf(tps, sizeof tps, "%lld", (long long)tp);
         snprintf(pps, sizeof pps, "%lld", (long long)pp);
-        argv[argc++] = sglang ? "--mem-fraction-static" : "--gpu-memory-utilization";
+        argv[argc++] = (char *)e->util;
         argv[argc++] = (char *)util;
-        argv[argc++] = sglang ? "--tp-size" : "-tp";
+        argv[argc++] = (char *)e->tp;
         argv[argc++] = tps;
-        argv[argc++] = sglang ? "--pp-size" : "-pp";
-        argv[argc++] = pps;
+        if (e->pp) {
+            argv[argc++] = (char *)e->pp;
+            argv[argc++] = pps;
+        }
     }
     hbm_plan_input in;
     base_input(t, path, &in);
@@ -149,7 +173,9 @@ static void test_targets(void **state)
         /* nor does any layout with fewer devices, even at 0.99 */
         int64_t devices = l->tensor_parallel_size * l->pipeline_parallel_size;
         for (int64_t tp = 1; tp <= HBM_PLAN_SERVE_MAX_TP; tp *= 2)
-            for (int64_t pp = 1; pp <= HBM_PLAN_SERVE_MAX_PP && tp * pp < devices; pp++)
+            for (int64_t pp = 1; pp <= (words_of(t)->pp ? HBM_PLAN_SERVE_MAX_PP : 1) &&
+                                 tp * pp < devices;
+                 pp++)
                 if (r.model.num_heads % tp == 0)
                     assert_false(serves(t, path, l->flags, l->nflags, "0.99", tp, pp));
         hbm_plan_result_free(&r);

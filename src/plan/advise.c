@@ -25,7 +25,7 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
                             "%lld --max-num-batched-tokens %lld",
                             v->model, (long long)f->tp, pp, util, (long long)f->mml,
                             (long long)f->seqs, (long long)f->mnbt);
-    char *extra[5] = {0};
+    char *extra[6] = {0};
     int n = 0;
     if (f->block_given)
         extra[n++] = hbm_xasprintf(" --block-size %lld", (long long)f->block);
@@ -37,6 +37,8 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
         extra[n++] = hbm_xstrdup(" --enforce-eager");
     if (f->kvmem >= 0)
         extra[n++] = hbm_xasprintf(" --kv-cache-memory-bytes %lld", (long long)f->kvmem);
+    if (v->in->enable_lora == 1)
+        extra[n++] = plan_lora_flag_text(v->in);
     for (int i = 0; i < n; i++) {
         char *t = hbm_xasprintf("%s%s", s, extra[i]);
         free(s);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hbm/plan.h"
 #include "plan/plan_int.h"
@@ -21,6 +22,9 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->enforce_eager = in->enable_chunked_prefill = -1;
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
+    in->enable_lora = in->fully_sharded_loras = -1;
+    in->max_loras = in->max_lora_rank = in->max_cpu_loras = HBM_UNKNOWN;
+    in->lora_extra_vocab_size = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -155,6 +159,32 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
+        } else if (!strcmp(f, "--max-loras") || !strcmp(f, "--max-lora-rank") ||
+                   !strcmp(f, "--max-cpu-loras")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+            if (!strcmp(f, "--max-loras"))
+                in->max_loras = x;
+            else if (!strcmp(f, "--max-lora-rank"))
+                in->max_lora_rank = x;
+            else
+                in->max_cpu_loras = x;
+        } else if (!strcmp(f, "--lora-extra-vocab-size")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 0)
+                return hbm_err_set(err, "%s: \"%s\" is not a count", f, v);
+            in->lora_extra_vocab_size = x;
+        } else if (!strcmp(f, "--lora-dtype")) {
+            TAKE();
+            if (strcasecmp(v, "auto") && plan_dtype_bytes(v) < 2)
+                return hbm_err_set(err, "%s: \"%s\" is not auto, float16, bfloat16 or float32",
+                                   f, v);
+            in->lora_dtype = v;
+        } else if (!strcmp(f, "--enable-lora") || !strcmp(f, "--no-enable-lora")) {
+            in->enable_lora = f[2] != 'n';
+        } else if (!strcmp(f, "--fully-sharded-loras") || !strcmp(f, "--no-fully-sharded-loras")) {
+            in->fully_sharded_loras = f[2] != 'n';
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {

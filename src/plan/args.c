@@ -74,6 +74,44 @@ static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err
     return 0;
 }
 
+/* The LoRA flags (lora.c): 1 when f is one (*took: its value was used), 0 when not, -1 on a
+ * bad value. */
+static int lora_flag(hbm_plan_input *in, const char *f, const char *v, bool *took, hbm_err *err)
+{
+    int64_t x;
+    *took = false;
+    if (!strcmp(f, "--enable-lora") || !strcmp(f, "--no-enable-lora")) {
+        in->enable_lora = f[2] != 'n';
+        return 1;
+    }
+    if (!strcmp(f, "--fully-sharded-loras") || !strcmp(f, "--no-fully-sharded-loras")) {
+        in->fully_sharded_loras = f[2] != 'n';
+        return 1;
+    }
+    int64_t *count = !strcmp(f, "--max-loras")               ? &in->max_loras
+                     : !strcmp(f, "--max-lora-rank")          ? &in->max_lora_rank
+                     : !strcmp(f, "--max-cpu-loras")          ? &in->max_cpu_loras
+                     : !strcmp(f, "--lora-extra-vocab-size") ? &in->lora_extra_vocab_size
+                                                             : NULL;
+    if (!count && strcmp(f, "--lora-dtype"))
+        return 0;
+    if (!v)
+        return hbm_err_set(err, "%s: needs a value", f);
+    *took = true;
+    if (!count) {
+        if (strcasecmp(v, "auto") && plan_dtype_bytes(v) < 2)
+            return hbm_err_set(err, "%s: \"%s\" is not auto, float16, bfloat16 or float32", f, v);
+        in->lora_dtype = v;
+        return 1;
+    }
+    /* an extra vocabulary of 0 rows is vLLM's way to turn it off */
+    int64_t least = count == &in->lora_extra_vocab_size ? 0 : 1;
+    if (parse_int(f, v, &x, err) < 0 || x < least)
+        return hbm_err_set(err, "%s: \"%s\" is not a %scount", f, v, least ? "positive " : "");
+    *count = x;
+    return 1;
+}
+
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
 {
     int i = 0;
@@ -102,7 +140,14 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
         bool has_v = eq || (i + 1 < argc && (argv[i + 1][0] != '-' || isdigit((unsigned char)argv[i + 1][1])));
 #define TAKE() do { if (!v || !has_v) return hbm_err_set(err, "%s: needs a value", f); if (!eq) i++; } while (0)
         int64_t x;
-        if (!strcmp(f, "--model")) {
+        bool took;
+        int lora = lora_flag(in, f, has_v ? v : NULL, &took, err);
+        if (lora < 0)
+            return -1;
+        if (lora) {
+            if (took && !eq)
+                i++;
+        } else if (!strcmp(f, "--model")) {
             TAKE();
             in->served_model = v;
             if (!in->model_path)
@@ -159,32 +204,6 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
-        } else if (!strcmp(f, "--max-loras") || !strcmp(f, "--max-lora-rank") ||
-                   !strcmp(f, "--max-cpu-loras")) {
-            TAKE();
-            if (parse_int(f, v, &x, err) < 0 || x < 1)
-                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
-            if (!strcmp(f, "--max-loras"))
-                in->max_loras = x;
-            else if (!strcmp(f, "--max-lora-rank"))
-                in->max_lora_rank = x;
-            else
-                in->max_cpu_loras = x;
-        } else if (!strcmp(f, "--lora-extra-vocab-size")) {
-            TAKE();
-            if (parse_int(f, v, &x, err) < 0 || x < 0)
-                return hbm_err_set(err, "%s: \"%s\" is not a count", f, v);
-            in->lora_extra_vocab_size = x;
-        } else if (!strcmp(f, "--lora-dtype")) {
-            TAKE();
-            if (strcasecmp(v, "auto") && plan_dtype_bytes(v) < 2)
-                return hbm_err_set(err, "%s: \"%s\" is not auto, float16, bfloat16 or float32",
-                                   f, v);
-            in->lora_dtype = v;
-        } else if (!strcmp(f, "--enable-lora") || !strcmp(f, "--no-enable-lora")) {
-            in->enable_lora = f[2] != 'n';
-        } else if (!strcmp(f, "--fully-sharded-loras") || !strcmp(f, "--no-fully-sharded-loras")) {
-            in->fully_sharded_loras = f[2] != 'n';
         } else if (!strcmp(f, "--enforce-eager")) {
             in->enforce_eager = 1;
         } else if (!strcmp(f, "--no-enforce-eager")) {

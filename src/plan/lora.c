@@ -58,6 +58,7 @@ plan_lora plan_lora_for(const hbm_plan_input *in, const hbm_plan_model *m, int v
     if (l.embeddings && ver < VER_NO_EXTRA_VOCAB)
         l.extra_vocab = in->lora_extra_vocab_size >= 0 ? in->lora_extra_vocab_size
                                                       : LORA_DEFAULT_EXTRA_VOCAB;
+    l.vocab_flag_gone = in->lora_extra_vocab_size >= 0 && ver >= VER_NO_EXTRA_VOCAB;
     l.experts = ver >= VER_EXPERT_LORA;
     return l;
 }

@@ -302,25 +302,25 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
 }
 
 /* What the LoRA slots rest on (owned string). */
-static char *lora_note(const hbm_plan_input *in, const plan_ctx *c, const hbm_plan_result *res)
+static char *lora_note(const plan_ctx *c, const hbm_plan_result *res)
 {
     const plan_lora *l = &c->lora;
     char vocab[160] = "";
     if (l->extra_vocab > 0)
         snprintf(vocab, sizeof vocab, ", %lld extra vocabulary rows", (long long)l->extra_vocab);
-    else if (in->lora_extra_vocab_size >= 0 && c->r.ver >= 1200)
-        snprintf(vocab, sizeof vocab, "; --lora-extra-vocab-size is gone from 0.12 and ignored");
+    else if (l->vocab_flag_gone)
+        snprintf(vocab, sizeof vocab, "; --lora-extra-vocab-size ignored: gone from 0.12");
     return hbm_xasprintf("LoRA: %lld slot%s of rank %lld (%.2f GiB per rank, %.1f MiB per "
-                         "adapter%s%s%s): the adapter slots in the layers vLLM adapts by default "
-                         "(all linear layers%s), target modules and --enable-lora-bias not read; "
-                         "CUDA graphs captured as without LoRA",
+                         "adapter%s%s) in the layers vLLM adapts by default (all linear "
+                         "layers%s%s); target modules and --enable-lora-bias not read; CUDA "
+                         "graphs captured as without LoRA",
                          (long long)l->slots, l->slots == 1 ? "" : "s", (long long)l->rank,
                          (double)res->lora.slot_bytes / GIB_D,
                          (double)res->lora.adapter_bytes / 1048576.0,
                          l->fully_sharded ? ", fully sharded" : "", vocab,
                          l->embeddings ? ", embedding and lm_head" : "",
                          c->m->num_experts > 0 && !l->experts
-                             ? "; routed experts not adapted before 0.11.1"
+                             ? "; routed experts not before 0.11.1"
                              : "");
 }
 
@@ -362,7 +362,7 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
         free(list);
     }
     if (c->lora.on)
-        add_note(res, lora_note(in, c, res));
+        add_note(res, lora_note(c, res));
     if (m->mla && !ascend && !f->block_given)
         add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "

@@ -70,6 +70,7 @@ typedef struct plan_lora {
     int dtype_bytes;      /* --lora-dtype, else the model's */
     bool fully_sharded;
     int64_t extra_vocab;  /* embedding / lm_head rows added for adapters (before 0.12) */
+    bool vocab_flag_gone; /* --lora-extra-vocab-size given to a release without it */
     bool embeddings;      /* the architecture adapts embed_tokens and lm_head */
     bool experts;         /* routed experts carry slots (FusedMoE LoRA, 0.11.1+) */
 } plan_lora;

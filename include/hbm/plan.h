@@ -244,6 +244,13 @@ typedef struct hbm_plan_input {
     int64_t max_prefill_batch_size; /* maxPrefillBatchSize */
     int64_t max_iter_times;         /* maxIterTimes */
     char config_model_path[1024];   /* modelWeightPath of a MindIE config.json read */
+    /* LoRA (docs/planner.md, vLLM, LoRA): --enable-lora (-1 unset, 0, 1), --max-loras,
+     * --max-lora-rank, --max-cpu-loras, --lora-extra-vocab-size (HBM_UNKNOWN unset),
+     * --lora-dtype (borrowed, NULL = auto), --fully-sharded-loras (-1 unset, 0, 1) */
+    int enable_lora;
+    int64_t max_loras, max_lora_rank, max_cpu_loras, lora_extra_vocab_size;
+    const char *lora_dtype;
+    int fully_sharded_loras;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -340,6 +347,19 @@ typedef struct hbm_plan_spec {
     int64_t draft_layers;          /* attention layers the draft adds to the KV cache */
     int64_t num_speculative_tokens;
 } hbm_plan_spec;
+/* The LoRA adapter slots vLLM preallocates on every rank when the model is built (part of
+ * weights_bytes) and what the profile run with dummy adapters adds (part of
+ * activation_bytes). */
+typedef struct hbm_plan_lora {
+    bool enabled;
+    int64_t max_loras, max_lora_rank;
+    int dtype_bytes;
+    bool fully_sharded;
+    int64_t extra_vocab;       /* rows added to the embedding and lm_head (0 from 0.12) */
+    int64_t slot_bytes;        /* per rank, all max_loras slots and the extra vocabulary */
+    int64_t adapter_bytes;     /* per rank, one slot */
+    int64_t activation_bytes;  /* per rank, the punica shrink buffers of the profile run */
+} hbm_plan_lora;
 
 typedef struct hbm_plan_result {
     hbm_plan_engine engine;
@@ -389,6 +409,7 @@ typedef struct hbm_plan_result {
     hbm_plan_launch launch;   /* hbm_plan_serve only */
     hbm_plan_multimodal multimodal; /* present = false for text models */
     hbm_plan_spec spec;       /* speculative decoding; spec.on false when none */
+    hbm_plan_lora lora;
 } hbm_plan_result;
 
 void hbm_plan_result_free(hbm_plan_result *r);

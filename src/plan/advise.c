@@ -25,7 +25,7 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
                             "%lld --max-num-batched-tokens %lld",
                             v->model, (long long)f->tp, pp, util, (long long)f->mml,
                             (long long)f->seqs, (long long)f->mnbt);
-    char *extra[11] = {0};
+    char *extra[12] = {0};
     int n = 0;
     if (f->block_given)
         extra[n++] = hbm_xasprintf(" --block-size %lld", (long long)f->block);
@@ -54,6 +54,8 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
                                    v->in->speculative_model ? v->in->speculative_model : "",
                                    (long long)(v->in->num_speculative_tokens > 0
                                                    ? v->in->num_speculative_tokens : 1));
+    if (v->in->enable_lora == 1)
+        extra[n++] = plan_lora_flag_text(v->in);
     for (int i = 0; i < n; i++) {
         char *t = hbm_xasprintf("%s%s", s, extra[i]);
         free(s);

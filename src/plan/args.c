@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hbm/plan.h"
 #include "plan/plan_int.h"
@@ -24,6 +25,9 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->max_total_tokens = in->cuda_graph_max_bs = HBM_UNKNOWN;
     in->mm_limit_image = in->mm_limit_video = HBM_UNKNOWN;
     in->num_speculative_tokens = HBM_UNKNOWN;
+    in->enable_lora = in->fully_sharded_loras = -1;
+    in->max_loras = in->max_lora_rank = in->max_cpu_loras = HBM_UNKNOWN;
+    in->lora_extra_vocab_size = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -118,6 +122,44 @@ static bool other_flag(hbm_plan_input *in, const char *a, const char *f, bool ha
     return fl && fl->value && !attached && has_v;
 }
 
+/* The LoRA flags (lora.c): 1 when f is one (*took: its value was used), 0 when not, -1 on a
+ * bad value. */
+static int lora_flag(hbm_plan_input *in, const char *f, const char *v, bool *took, hbm_err *err)
+{
+    int64_t x;
+    *took = false;
+    if (!strcmp(f, "--enable-lora") || !strcmp(f, "--no-enable-lora")) {
+        in->enable_lora = f[2] != 'n';
+        return 1;
+    }
+    if (!strcmp(f, "--fully-sharded-loras") || !strcmp(f, "--no-fully-sharded-loras")) {
+        in->fully_sharded_loras = f[2] != 'n';
+        return 1;
+    }
+    int64_t *count = !strcmp(f, "--max-loras")               ? &in->max_loras
+                     : !strcmp(f, "--max-lora-rank")          ? &in->max_lora_rank
+                     : !strcmp(f, "--max-cpu-loras")          ? &in->max_cpu_loras
+                     : !strcmp(f, "--lora-extra-vocab-size") ? &in->lora_extra_vocab_size
+                                                             : NULL;
+    if (!count && strcmp(f, "--lora-dtype"))
+        return 0;
+    if (!v)
+        return hbm_err_set(err, "%s: needs a value", f);
+    *took = true;
+    if (!count) {
+        if (strcasecmp(v, "auto") && plan_dtype_bytes(v) < 2)
+            return hbm_err_set(err, "%s: \"%s\" is not auto, float16, bfloat16 or float32", f, v);
+        in->lora_dtype = v;
+        return 1;
+    }
+    /* an extra vocabulary of 0 rows is vLLM's way to turn it off */
+    int64_t least = count == &in->lora_extra_vocab_size ? 0 : 1;
+    if (parse_int(f, v, &x, err) < 0 || x < least)
+        return hbm_err_set(err, "%s: \"%s\" is not a %scount", f, v, least ? "positive " : "");
+    *count = x;
+    return 1;
+}
+
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err)
 {
     int i = 0;
@@ -146,7 +188,14 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
         bool has_v = eq || (i + 1 < argc && (argv[i + 1][0] != '-' || isdigit((unsigned char)argv[i + 1][1])));
 #define TAKE() do { if (!v || !has_v) return hbm_err_set(err, "%s: needs a value", f); if (!eq) i++; } while (0)
         int64_t x;
-        if (!strcmp(f, "--model")) {
+        bool took;
+        int lora = lora_flag(in, f, has_v ? v : NULL, &took, err);
+        if (lora < 0)
+            return -1;
+        if (lora) {
+            if (took && !eq)
+                i++;
+        } else if (!strcmp(f, "--model")) {
             TAKE();
             in->served_model = v;
             if (!in->model_path)

@@ -55,6 +55,8 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
     if (m->mla)
         w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
              (1.0 - 1.0 / (double)f->tp);
+    /* LoRA slots are allocated while the model is built (lora.c) */
+    w += (double)plan_lora_slot_bytes(c, f->tp, f->pp);
     return (int64_t)w + plan_draft_weights(c, f);
 }
 
@@ -66,7 +68,8 @@ static int64_t sampler_peak(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
     double R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
-    return (int64_t)(R * (double)(m->vocab_size > 0 ? m->vocab_size : 0) * c->r.sampler_bytes +
+    double V = (double)(m->vocab_size > 0 ? m->vocab_size : 0) + (double)plan_lora_added_vocab(c);
+    return (int64_t)(R * V * c->r.sampler_bytes +
                      (double)f->mnbt * (double)m->hidden_size * c->act_bytes);
 }
 
@@ -112,6 +115,7 @@ static int64_t activation(const plan_ctx *c, const plan_flags *f)
         if (moe > fwd)
             fwd = moe;
     }
+    fwd += (double)plan_lora_forward_bytes(c, f);
     double sampler = (double)sampler_peak(c, f);
     return (int64_t)(fwd > sampler ? fwd : sampler);
 }

@@ -202,6 +202,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
         case HBM_PLAN_LAYER_SHARED: break;
         }
     }
+    c.lora = plan_lora_for(in, m, ver, c.act_bytes);
     if (c.n_lin > 0 && m->linear_num_v_heads <= 0)
         add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
                                   "config: their per-request state is not counted"));
@@ -300,6 +301,29 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
              in->visible_devices ? in->visible_devices : "");
 }
 
+/* What the LoRA slots rest on (owned string). */
+static char *lora_note(const plan_ctx *c, const hbm_plan_result *res)
+{
+    const plan_lora *l = &c->lora;
+    char vocab[160] = "";
+    if (l->extra_vocab > 0)
+        snprintf(vocab, sizeof vocab, ", %lld extra vocabulary rows", (long long)l->extra_vocab);
+    else if (l->vocab_flag_gone)
+        snprintf(vocab, sizeof vocab, "; --lora-extra-vocab-size ignored: gone from 0.12");
+    return hbm_xasprintf("LoRA: %lld slot%s of rank %lld (%.2f GiB per rank, %.1f MiB per "
+                         "adapter%s%s) in the layers vLLM adapts by default (all linear "
+                         "layers%s%s); target modules and --enable-lora-bias not read; CUDA "
+                         "graphs captured as without LoRA",
+                         (long long)l->slots, l->slots == 1 ? "" : "s", (long long)l->rank,
+                         (double)res->lora.slot_bytes / GIB_D,
+                         (double)res->lora.adapter_bytes / 1048576.0,
+                         l->fully_sharded ? ", fully sharded" : "", vocab,
+                         l->embeddings ? ", embedding and lm_head" : "",
+                         c->m->num_experts > 0 && !l->experts
+                             ? "; routed experts not before 0.11.1"
+                             : "");
+}
+
 /* The assumptions the figures rest on, after the verdict and its advice. */
 static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const plan_flags *f,
                           const plan_outcome *o, bool ascend, hbm_plan_result *res)
@@ -337,6 +361,8 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                                     in->nunmodelled > 1 ? "s" : ""));
         free(list);
     }
+    if (c->lora.on)
+        add_note(res, lora_note(c, res));
     if (m->mla && !ascend && !f->block_given)
         add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "
@@ -375,6 +401,7 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     fill_figures(in, &f, &o, ver, res);
     if (c.mm)
         plan_mm_result(&c, &f, &o, res);
+    plan_lora_fill(&c, &f, &res->lora);
 
     char *served = served_model(in, m, res);
     plan_view v = {in, served};

@@ -110,6 +110,17 @@ typedef struct plan_draft {
     int64_t kv_width;    /* K + V elements per head and token */
     int64_t mamba_spec_blocks; /* extra state blocks per request of each Mamba group */
 } plan_draft;
+/* LoRA as vLLM builds it for one release and model (lora.c). */
+typedef struct plan_lora {
+    bool on;
+    int64_t slots, rank;  /* --max-loras, --max-lora-rank */
+    int dtype_bytes;      /* --lora-dtype, else the model's */
+    bool fully_sharded;
+    int64_t extra_vocab;  /* embedding / lm_head rows added for adapters (before 0.12) */
+    bool vocab_flag_gone; /* --lora-extra-vocab-size given to a release without it */
+    bool embeddings;      /* the architecture adapts embed_tokens and lm_head */
+    bool experts;         /* routed experts carry slots (FusedMoE LoRA, 0.11.1+) */
+} plan_lora;
 
 /* What stays fixed while flags vary: the model and the version rules. */
 typedef struct plan_ctx {
@@ -120,6 +131,7 @@ typedef struct plan_ctx {
     double w_scale;    /* run-time weight bytes per checkpoint byte (online fp8, fp32->16) */
     int64_t n_full, n_slide, n_lin; /* layers of each kind in the model */
     plan_draft draft;  /* speculative decoding (spec.c); all zero without it */
+    plan_lora lora;
 } plan_ctx;
 
 /* The caller's input and the model name for flag lines (both borrowed). */
@@ -185,6 +197,22 @@ int64_t plan_mm_activation(plan_mm_profile *p, int64_t text_act);
 void plan_mm_result(const plan_ctx *c, const plan_flags *f, const plan_outcome *o,
                     hbm_plan_result *res);
 void plan_mm_notes(const plan_ctx *c, const plan_outcome *o, hbm_plan_result *res);
+/* ---- LoRA (lora.c) ---- */
+
+/* The LoRA configuration vLLM builds for in's flags, model m and release ver; act_bytes is
+ * the model's run-time dtype width (lora_dtype auto). */
+plan_lora plan_lora_for(const hbm_plan_input *in, const hbm_plan_model *m, int ver,
+                        int act_bytes);
+/* Device bytes per rank of the adapter slots (and extra vocabulary) at TP tp, PP pp. */
+int64_t plan_lora_slot_bytes(const plan_ctx *c, int64_t tp, int64_t pp);
+/* What the forward of the profile run with dummy adapters adds per rank. */
+int64_t plan_lora_forward_bytes(const plan_ctx *c, const plan_flags *f);
+/* Vocabulary rows added to the logits the sampler sees. */
+int64_t plan_lora_added_vocab(const plan_ctx *c);
+/* The LoRA flags as a flag line's tail (" --enable-lora --max-loras 4 ..."); owned, "" off. */
+char *plan_lora_flag_text(const hbm_plan_input *in);
+/* The result's lora object for TP tp, PP pp and the flags f. */
+void plan_lora_fill(const plan_ctx *c, const plan_flags *f, hbm_plan_lora *out);
 
 /* ---- engines (engine.c dispatches; one file of rules each) ---- */
 

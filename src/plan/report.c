@@ -15,6 +15,21 @@ static json_t *real_or_null(double v)
 }
 
 /* The answer of planning backwards; null when no target was asked. */
+/* The LoRA slots (present only with --enable-lora). */
+static json_t *lora_json(const hbm_plan_lora *l)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "max_loras", json_integer(l->max_loras));
+    json_object_set_new(o, "max_lora_rank", json_integer(l->max_lora_rank));
+    json_object_set_new(o, "dtype_bytes", json_integer(l->dtype_bytes));
+    json_object_set_new(o, "fully_sharded", json_boolean(l->fully_sharded));
+    json_object_set_new(o, "extra_vocab", json_integer(l->extra_vocab));
+    json_object_set_new(o, "slot_bytes", json_integer(l->slot_bytes));
+    json_object_set_new(o, "adapter_bytes", json_integer(l->adapter_bytes));
+    json_object_set_new(o, "activation_bytes", json_integer(l->activation_bytes));
+    return o;
+}
+
 static json_t *launch_json(const hbm_plan_launch *l)
 {
     if (!l->asked)
@@ -107,6 +122,8 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "launch", launch_json(&r->launch));
     json_object_set_new(j, "multimodal", multimodal_json(&r->multimodal));
     json_object_set_new(j, "speculative", spec_json(&r->spec));
+    if (r->lora.enabled)
+        json_object_set_new(j, "lora", lora_json(&r->lora));
     /* what the prediction rests on */
     json_object_set_new(j, "graph_outside_budget_bytes", int_or_null(r->graph_outside_bytes));
     json_object_set_new(j, "max_model_len_fit", int_or_null(r->max_model_len_fit));

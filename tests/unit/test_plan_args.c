@@ -135,7 +135,7 @@ static void test_skipped_flags(void **state)
      * follows a boolean is still the model; unmodelled flags are listed once */
     char *argv[] = {"vllm", "serve", "--trust-remote-code", "/m", "--port", "8000",
                     "--cpu-offload-gb", "4", "--unknown-bool", "--cpu_offload_gb=2",
-                    "--enable-lora", "--max-model-len", "4096"};
+                    "--enable-eplb", "--max-model-len", "4096"};
     hbm_plan_input in;
     hbm_plan_input_init(&in);
     hbm_err err = {{0}};
@@ -144,7 +144,7 @@ static void test_skipped_flags(void **state)
     assert_int_equal(in.max_model_len, 4096);
     assert_int_equal(in.nunmodelled, 2);
     assert_string_equal(in.unmodelled[0], "--cpu-offload-gb");
-    assert_string_equal(in.unmodelled[1], "--enable-lora");
+    assert_string_equal(in.unmodelled[1], "--enable-eplb");
 }
 
 static void test_devices(void **state)

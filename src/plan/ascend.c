@@ -8,9 +8,13 @@
 
 #define ASCEND_LAST_310P_DOUBLE_COUNT 2299 /* 0.22.x: vllm-ascend #14004, fixed by #14275 */
 
+/* "310P3-48G" from the table, "Ascend310P3" or "310P3" from a live host */
 static bool is_310p(const char *device_name)
 {
-    return device_name && !strncasecmp(device_name, "310P", 4);
+    for (const char *p = device_name; p && *p; p++)
+        if (!strncasecmp(p, "310P", 4))
+            return true;
+    return false;
 }
 
 /* NPUWorker310.determine_available_memory (vllm_ascend/_310p/worker_310p.py) divides the

@@ -262,9 +262,12 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
         o->oom = true;
     if (f->kvmem >= 0)
         o->avail = f->kvmem;
-    else if (r->snapshot_budget)
-        o->avail = o->requested - o->weights - o->act - o->nt - o->graph;
-    else
+    else if (r->snapshot_budget) {
+        o->avail = o->requested - o->weights - o->act - o->nt - o->graph -
+                   (r->others_charged ? others : 0);
+        if (r->kv_halved)
+            o->avail /= 2;
+    } else
         o->avail = (int64_t)want - o->weights - o->act - o->nt - others;
     layout l = kv_layout(c, f);
     o->per_token = l.per_token;

@@ -182,6 +182,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
                           hbm_plan_result *res)
 {
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
+    plan_ascend_device_rules(&c.r, in->device_name);
     c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
     c.w_scale = 1.0;
     if (m->dtype_bytes == 4 && !m->weights_estimated)
@@ -344,6 +345,13 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                                     "processes (%.2f GiB) to the KV budget instead of refusing "
                                     "to start", ascend ? "vllm-ascend" : "vLLM",
                                     res->vllm_version, (double)(f->total - f->free) / GIB_D));
+    if (c->r.kv_halved)
+        add_note(res, hbm_xasprintf("vllm-ascend's 310P worker keeps half of the budget for "
+                                    "operator workspaces%s",
+                                    c->r.others_charged && f->free >= 0 && f->free < f->total
+                                        ? ", and up to 0.22 charges memory held by other "
+                                          "processes to it again after the start-up check"
+                                        : ""));
     if (o->graph_out > 0)
         add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
                                     "allocated, outside the budget: keep that much free above "

@@ -42,6 +42,8 @@ typedef struct plan_rules {
     int tokens_rule;      /* 0 blocks x bs, 1 blocks // groups x bs, 2 concurrency x len */
     bool typo_models;     /* "models's" in the max_model_len message (before 0.22) */
     bool mamba_graph_check; /* max_num_seqs <= blocks for hybrids with full graphs (0.19+) */
+    bool kv_halved;       /* vllm-ascend's 310P worker keeps half the budget for workspaces */
+    bool others_charged;  /* other processes' memory taken from the budget after the check */
 } plan_rules;
 
 /* Effective flags for one evaluation. */
@@ -154,6 +156,10 @@ plan_rules plan_rules_for(int ver, bool ascend);
 /* The weight bytes one rank holds: its TP x PP share, embeddings split by TP, and the
  * projections TP cannot split replicated. */
 int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f);
+
+/* What vllm-ascend's worker for the named device changes in those rules (ascend.c);
+ * device_name may be NULL (a size given without a device). */
+void plan_ascend_device_rules(plan_rules *r, const char *device_name);
 
 /* Runs the model for one set of flags. */
 void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);

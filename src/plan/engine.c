@@ -1,6 +1,7 @@
 /* The engines the planner knows and the public entry points that dispatch to them. Each
  * engine is one file (vLLM's in plan.c, args.c and flags.c); what they share (the model,
- * the weights, the KV layout) is in model.c and memory.c. */
+ * the weights, the KV layout) is in model.c and memory.c, the result's common parts in
+ * result.c. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -460,20 +460,6 @@ static void mindie_evaluate(const mindie_ctx *c, const mindie_settings *s, mindi
 
 /* ---- words and advice ------------------------------------------------------------------ */
 
-static void add_error(hbm_plan_result *res, const char *kind, char *msg)
-{
-    res->errors = hbm_xrealloc(res->errors, (res->nerrors + 1) * sizeof *res->errors);
-    hbm_plan_error *e = &res->errors[res->nerrors++];
-    snprintf(e->kind, sizeof e->kind, "%s", kind);
-    e->message = msg;
-}
-
-static void add_note(hbm_plan_result *res, char *text)
-{
-    res->notes = hbm_xrealloc(res->notes, (res->nnotes + 1) * sizeof *res->notes);
-    res->notes[res->nnotes++] = text;
-}
-
 /* The settings as MindIE keys (what `hbmctl plan --engine mindie` reads back). */
 static char *settings_line(const mindie_settings *s)
 {
@@ -494,25 +480,25 @@ static void mindie_errors(const mindie_settings *s, const mindie_outcome *o,
                           hbm_plan_result *res)
 {
     if (o->prefill_fail)
-        add_error(res, "config", hbm_xstrdup("The value of maxPrefillTokens should not be less "
+        plan_add_error(res, "config", hbm_xstrdup("The value of maxPrefillTokens should not be less "
                                              "than maxInputTokenLen."));
     if (o->weights_oom)
-        add_error(res, "weights_oom",
+        plan_add_error(res, "weights_oom",
                   hbm_xasprintf("NPU out of memory while loading the weights: %.2f GiB per "
                                 "card. Increase `worldSize` or use a quantized model.",
                                 (double)o->weights / GIB_D));
     else if (o->no_kv)
-        add_error(res, "no_kv_memory",
+        plan_add_error(res, "no_kv_memory",
                   hbm_xstrdup("Warmup failed due to NPU out of memory when `npuMemSize` set "
                               "to -1. Try to increase the environment value "
                               "`NPU_MEMORY_FRACTION` or decrease `max_prefill_tokens`"));
     else if (o->npu_oom)
-        add_error(res, "npu_out_of_memory",
+        plan_add_error(res, "npu_out_of_memory",
                   hbm_xasprintf("Warmup failed due to NPU out of memory when `npuMemSize` set "
                                 "to %lld. Try to decrease `npuMemSize` or `maxPrefillTokens`",
                                 (long long)s->npu_mem_gib));
     else if (o->warmup_fail)
-        add_error(res, "max_seq_len",
+        plan_add_error(res, "max_seq_len",
                   hbm_xasprintf("Warmup failed. This could be caused by setting both "
                                 "`max_prefill_tokens` and `max_input_length` to very large "
                                 "values, or setting insufficient `npu_mem`. Reducing either "
@@ -662,10 +648,7 @@ static void fill_result(const hbm_plan_input *in, const mindie_ctx *c, const min
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "auto");
     snprintf(res->vllm_version, sizeof res->vllm_version, "%s",
              in->vllm_version ? in->vllm_version : "newest");
-    res->platform = in->platform;
-    snprintf(res->device_name, sizeof res->device_name, "%s",
-             in->device_name ? in->device_name : "");
-    res->live = in->live;
+    plan_fill_device(in, res);
     res->vllm_args = settings_line(s);
 }
 
@@ -673,20 +656,20 @@ static void mindie_notes(const hbm_plan_input *in, const mindie_ctx *c, const mi
                          const mindie_outcome *o, hbm_plan_result *res)
 {
     if (c->m->weights_estimated)
-        add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
+        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
                                     "architecture (%.2f B parameters)",
                                     (double)c->m->params_estimated / 1e9));
     if (s->npu_mem_gib > 0 && o->fits && o->required > o->blocks)
-        add_note(res, hbm_xasprintf("npuMemSize %lld holds %lld blocks: a request of %lld "
+        plan_add_note(res, hbm_xasprintf("npuMemSize %lld holds %lld blocks: a request of %lld "
                                     "tokens (%lld blocks) cannot be scheduled",
                                     (long long)s->npu_mem_gib, (long long)o->blocks,
                                     (long long)o->warmup_len, (long long)o->required));
     if (s->batch > res->max_concurrency && o->fits)
-        add_note(res, hbm_xasprintf("maxBatchSize %lld is above the %.2f requests of maxSeqLen "
+        plan_add_note(res, hbm_xasprintf("maxBatchSize %lld is above the %.2f requests of maxSeqLen "
                                     "the blocks hold", (long long)s->batch,
                                     res->max_concurrency));
     for (size_t k = 0; k < in->nunmodelled; k++)
-        add_note(res, hbm_xasprintf("%s changes device memory in ways the planner does not "
+        plan_add_note(res, hbm_xasprintf("%s changes device memory in ways the planner does not "
                                     "model: the figures assume MindIE's default",
                                     in->unmodelled[k]));
 }

@@ -32,20 +32,6 @@ static void gib_text(const plan_rules *r, char *buf, size_t n, int64_t b)
         py_round2(buf, n, (double)b / GIB_D);
 }
 
-static void add_error(hbm_plan_result *res, const char *kind, char *msg)
-{
-    res->errors = hbm_xrealloc(res->errors, (res->nerrors + 1) * sizeof *res->errors);
-    hbm_plan_error *e = &res->errors[res->nerrors++];
-    snprintf(e->kind, sizeof e->kind, "%s", kind);
-    e->message = msg;
-}
-
-static void add_note(hbm_plan_result *res, char *text)
-{
-    res->notes = hbm_xrealloc(res->notes, (res->nnotes + 1) * sizeof *res->notes);
-    res->notes[res->nnotes++] = text;
-}
-
 static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outcome *o, hbm_plan_result *res)
 {
     const plan_rules *r = &c->r;
@@ -54,7 +40,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
         gib_text(r, fr, sizeof fr, f->free);
         gib_text(r, tot, sizeof tot, f->total);
         gib_text(r, req, sizeof req, o->requested);
-        add_error(res, "free_memory",
+        plan_add_error(res, "free_memory",
                   hbm_xasprintf("Free memory on device %s(%s/%s GiB) on startup is less than "
                                 "desired GPU memory utilization (%g, %s GiB). Decrease GPU "
                                 "memory utilization or reduce GPU memory used by other "
@@ -63,7 +49,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
         return; /* vLLM stops here: nothing after the pre-check runs */
     }
     if (o->oom) {
-        add_error(res, "weights_oom",
+        plan_add_error(res, "weights_oom",
                   hbm_xasprintf("%s out of memory while loading the weights: %.2f GiB per "
                                 "rank, %.2f GiB available. Failed to load model - not enough GPU "
                                 "memory. Try lowering --gpu-memory-utilization to free memory "
@@ -74,7 +60,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
         return;
     }
     if (o->no_kv) {
-        add_error(res, "no_kv_memory",
+        plan_add_error(res, "no_kv_memory",
                   hbm_xasprintf("No available memory for the cache blocks. Try increasing "
                                 "`gpu_memory_utilization` when initializing the engine.%s",
                                 r->ver >= 2100 ? " See https://docs.vllm.ai/en/latest/"
@@ -85,7 +71,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
     }
     if (o->mml_fail) {
         if (r->v0) {
-            add_error(res, "max_model_len",
+            plan_add_error(res, "max_model_len",
                       hbm_xasprintf("The model's max seq len (%lld) is larger than the maximum "
                                     "number of tokens that can be stored in KV cache (%lld). "
                                     "Try increasing `gpu_memory_utilization` or decreasing "
@@ -93,7 +79,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
                                     (long long)f->mml,
                                     (long long)(o->num_blocks / f->pp * o->block)));
         } else {
-            add_error(res, "max_model_len",
+            plan_add_error(res, "max_model_len",
                       hbm_xasprintf("To serve at least one request with the %s max seq len "
                                     "(%lld), (%.2f GiB KV cache is needed, which is larger than "
                                     "the available KV cache memory (%.2f GiB). Based on the "
@@ -108,7 +94,7 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
         }
     }
     if (o->mamba_fail && !o->mml_fail) /* raised later, at graph capture */
-        add_error(res, "mamba_blocks",
+        plan_add_error(res, "mamba_blocks",
                   hbm_xasprintf("max_num_seqs (%lld) exceeds available Mamba cache blocks (%lld). "
                                 "Each decode sequence requires one Mamba cache block, so CUDA "
                                 "graph capture cannot proceed. Please lower max_num_seqs to at "
@@ -145,11 +131,11 @@ static char *served_model(const hbm_plan_input *in, const hbm_plan_model *m,
         return slash == s ? hbm_xstrdup("/") : hbm_xasprintf("%.*s", (int)(slash - s), s);
     }
     if (m->name_or_path[0]) {
-        add_note(res, hbm_xasprintf("%s is not a model directory's config.json: the flag lines "
+        plan_add_note(res, hbm_xasprintf("%s is not a model directory's config.json: the flag lines "
                                     "serve its _name_or_path, %s", s, m->name_or_path));
         return hbm_xstrdup(m->name_or_path);
     }
-    add_note(res, hbm_xasprintf("%s is not a model directory's config.json and names no "
+    plan_add_note(res, hbm_xasprintf("%s is not a model directory's config.json and names no "
                                 "_name_or_path: put the model directory or hub name in place "
                                 "of MODEL in the flag lines", s));
     return hbm_xstrdup("MODEL");
@@ -192,7 +178,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     if (in->quantization && !strncasecmp(in->quantization, "fp8", 3) && !m->quant_method[0] &&
         m->dtype_bytes >= 2) {
         c.w_scale *= 1.0 / c.act_bytes; /* online fp8: linear weights at one byte */
-        add_note(res, hbm_xstrdup("--quantization fp8 on a 16-bit checkpoint: weights counted "
+        plan_add_note(res, hbm_xstrdup("--quantization fp8 on a 16-bit checkpoint: weights counted "
                                   "at one byte each (embeddings included, a slight underestimate)"));
     }
     for (int64_t i = 0; i < m->num_layers; i++) {
@@ -205,7 +191,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     }
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
     if (c.n_lin > 0 && m->linear_num_v_heads <= 0)
-        add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
+        plan_add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
                                   "config: their per-request state is not counted"));
     return c;
 }
@@ -227,7 +213,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
         f.mml = m->max_position_embeddings;
     else {
         f.mml = 2048;
-        add_note(res, hbm_xstrdup("config has no max_position_embeddings: max-model-len "
+        plan_add_note(res, hbm_xstrdup("config has no max_position_embeddings: max-model-len "
                                   "taken as 2048 (vLLM's fallback)"));
     }
     bool large = in->large_device && !ascend && !c->r.v0;
@@ -251,7 +237,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     f.eager = in->enforce_eager == 1;
     f.kvmem = in->kv_cache_memory_bytes;
     if (m->num_heads % f.tp)
-        add_note(res, hbm_xasprintf("%lld attention heads are not divisible by TP %lld: vLLM "
+        plan_add_note(res, hbm_xasprintf("%lld attention heads are not divisible by TP %lld: vLLM "
                                     "refuses this", (long long)m->num_heads, (long long)f.tp));
     return f;
 }
@@ -289,17 +275,7 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
     snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", ver / 10000,
              ver / 100 % 100, ver % 100);
-    res->platform = in->platform;
-    snprintf(res->device_name, sizeof res->device_name, "%s",
-             in->device_name ? in->device_name : "");
-    res->live = in->live;
-    if (in->ndevice_ids) {
-        res->device_ids = hbm_xcalloc(in->ndevice_ids, sizeof *res->device_ids);
-        memcpy(res->device_ids, in->device_ids, in->ndevice_ids * sizeof *res->device_ids);
-        res->ndevice_ids = in->ndevice_ids;
-    }
-    snprintf(res->visible_devices, sizeof res->visible_devices, "%s",
-             in->visible_devices ? in->visible_devices : "");
+    plan_fill_device(in, res);
 }
 
 /* What the LoRA slots rest on (owned string). */
@@ -331,29 +307,29 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
 {
     const hbm_plan_model *m = c->m;
     if (in->live_partial)
-        add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
+        plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
     if (m->weights_estimated)
-        add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
+        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
                                     "architecture (%.2f B parameters%s%s)",
                                     (double)m->params_estimated / 1e9,
                                     m->quant_method[0] ? ", " : "", m->quant_method));
     if (c->r.precheck && f->free < 0)
-        add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
+        plan_add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));
     if (!c->r.snapshot_budget && f->free >= 0 && f->free < f->total)
-        add_note(res, hbm_xasprintf("these rules (%s %s) charge memory held by other "
+        plan_add_note(res, hbm_xasprintf("these rules (%s %s) charge memory held by other "
                                     "processes (%.2f GiB) to the KV budget instead of refusing "
                                     "to start", ascend ? "vllm-ascend" : "vLLM",
                                     res->vllm_version, (double)(f->total - f->free) / GIB_D));
     if (c->r.kv_halved)
-        add_note(res, hbm_xasprintf("vllm-ascend's 310P worker keeps half of the budget for "
+        plan_add_note(res, hbm_xasprintf("vllm-ascend's 310P worker keeps half of the budget for "
                                     "operator workspaces%s",
                                     c->r.others_charged && f->free >= 0 && f->free < f->total
                                         ? ", and up to 0.22 charges memory held by other "
                                           "processes to it again after the start-up check"
                                         : ""));
     if (o->graph_out > 0)
-        add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
+        plan_add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
                                     "allocated, outside the budget: keep that much free above "
                                     "the utilisation", (double)o->graph_out / GIB_D));
     if (in->nunmodelled) {
@@ -363,16 +339,16 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
             free(list);
             list = t;
         }
-        add_note(res, hbm_xasprintf("%s %s device memory in ways the planner does not model: "
+        plan_add_note(res, hbm_xasprintf("%s %s device memory in ways the planner does not model: "
                                     "the figures assume vLLM's default%s", list,
                                     in->nunmodelled > 1 ? "change" : "changes",
                                     in->nunmodelled > 1 ? "s" : ""));
         free(list);
     }
     if (c->lora.on)
-        add_note(res, lora_note(c, res));
+        plan_add_note(res, lora_note(c, res));
     if (m->mla && !ascend && !f->block_given)
-        add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
+        plan_add_note(res, hbm_xstrdup("MLA on Hopper/Blackwell: vLLM may raise the block size to "
                                   "64/128 for FlashMLA/CUTLASS MLA (tokens stay the same to a "
                                   "block)"));
 }

@@ -245,6 +245,13 @@ extern const plan_engine plan_engine_mindie; /* mindie.c */
 extern const hbm_plan_flag plan_vllm_flags[];
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
 
+/* What every engine's result carries alike: a note, a failing check (both texts owned by
+ * res after the call), and the device facts of in (platform, name, live ids, the
+ * visible-device variable). */
+void plan_add_note(hbm_plan_result *res, char *text);
+void plan_add_error(hbm_plan_result *res, const char *kind, char *msg);
+void plan_fill_device(const hbm_plan_input *in, hbm_plan_result *res);
+
 /* The engine's entry; NULL when the planner does not know it. */
 const plan_engine *plan_engine_of(hbm_plan_engine id);
 

@@ -417,12 +417,6 @@ static int sglang_version(const hbm_plan_input *in, int *ver, hbm_err *err)
     return 0;
 }
 
-static void add_note(hbm_plan_result *res, char *text)
-{
-    res->notes = hbm_xrealloc(res->notes, (res->nnotes + 1) * sizeof *res->notes);
-    res->notes[res->nnotes++] = text;
-}
-
 /* The flags in effect: the given ones, else SGLang's defaults for the release and card. */
 static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model *m, int ver)
 {
@@ -498,20 +492,12 @@ static char *sglang_line(const hbm_plan_input *in, const char *model, const sgl_
     return l;
 }
 
-static void add_error(hbm_plan_result *res, const char *kind, char *msg)
-{
-    res->errors = hbm_xrealloc(res->errors, (res->nerrors + 1) * sizeof *res->errors);
-    hbm_plan_error *e = &res->errors[res->nerrors++];
-    snprintf(e->kind, sizeof e->kind, "%s", kind);
-    e->message = msg;
-}
-
 /* SGLang's start-up checks in its words: torch's out-of-memory while the weights load, and
  * the model runner's refusal of an empty KV pool. */
 static void sglang_errors(const sgl_flags *s, const sgl_outcome *o, hbm_plan_result *res)
 {
     if (o->oom) {
-        add_error(res, "weights_oom",
+        plan_add_error(res, "weights_oom",
                   hbm_xasprintf("torch.OutOfMemoryError: CUDA out of memory while loading the "
                                 "weights: %.2f GiB per rank, %.2f GiB free after start-up. "
                                 "Try a larger --tp-size or --quantization.",
@@ -524,7 +510,7 @@ static void sglang_errors(const sgl_flags *s, const sgl_outcome *o, hbm_plan_res
     if (s->ver >= SGL_RESERVE_BY_WORK)
         snprintf(current, sizeof current, " Current value: self.server_args.mem_fraction_static=%g",
                  s->frac);
-    add_error(res, "no_kv_memory",
+    plan_add_error(res, "no_kv_memory",
               hbm_xasprintf("Not enough memory. Please try to increase --mem-fraction-static.%s",
                             current));
 }
@@ -613,17 +599,7 @@ static void fill_result(const hbm_plan_input *in, const sgl_flags *s, const sgl_
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
     snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", s->ver / 10000,
              s->ver / 100 % 100, s->ver % 100);
-    res->platform = in->platform;
-    snprintf(res->device_name, sizeof res->device_name, "%s",
-             in->device_name ? in->device_name : "");
-    res->live = in->live;
-    if (in->ndevice_ids) {
-        res->device_ids = hbm_xcalloc(in->ndevice_ids, sizeof *res->device_ids);
-        memcpy(res->device_ids, in->device_ids, in->ndevice_ids * sizeof *res->device_ids);
-        res->ndevice_ids = in->ndevice_ids;
-    }
-    snprintf(res->visible_devices, sizeof res->visible_devices, "%s",
-             in->visible_devices ? in->visible_devices : "");
+    plan_fill_device(in, res);
 }
 
 static void unmodelled_note(const hbm_plan_input *in, hbm_plan_result *res)
@@ -634,7 +610,7 @@ static void unmodelled_note(const hbm_plan_input *in, hbm_plan_result *res)
         free(list);
         list = t;
     }
-    add_note(res, hbm_xasprintf("%s %s device memory in ways the planner does not model: the "
+    plan_add_note(res, hbm_xasprintf("%s %s device memory in ways the planner does not model: the "
                                 "figures assume SGLang's default%s",
                                 list, in->nunmodelled > 1 ? "change" : "changes",
                                 in->nunmodelled > 1 ? "s" : ""));
@@ -646,24 +622,24 @@ static void sglang_notes(const hbm_plan_input *in, const sgl_flags *s, const sgl
 {
     const hbm_plan_model *m = s->c.m;
     if (m->weights_estimated)
-        add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
+        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
                                     "architecture (%.2f B parameters)",
                                     (double)m->params_estimated / 1e9));
     if (!s->frac_given)
-        add_note(res, hbm_xasprintf("mem_fraction_static %.3g is SGLang %s's default for %.0f "
+        plan_add_note(res, hbm_xasprintf("mem_fraction_static %.3g is SGLang %s's default for %.0f "
                                     "MiB and TP %lld (it reads the card's size from nvidia-smi, "
                                     "a little above the %.2f GiB planned with)",
                                     s->frac, res->vllm_version, s->gpu_mib, (long long)s->f.tp,
                                     (double)in->mem_total_bytes / GIB_D));
     if (in->mem_free_bytes < 0)
-        add_note(res, hbm_xstrdup("free memory unknown: the device is taken as otherwise empty"));
+        plan_add_note(res, hbm_xstrdup("free memory unknown: the device is taken as otherwise empty"));
     if (o->tokens > 0 && o->tokens < s->context)
-        add_note(res, hbm_xasprintf("the pool holds fewer tokens than --context-length %lld: "
+        plan_add_note(res, hbm_xasprintf("the pool holds fewer tokens than --context-length %lld: "
                                     "SGLang starts and cuts requests to %lld tokens",
                                     (long long)s->context, (long long)o->tokens - 1));
     for (int64_t i = 0; i < m->num_layers; i++)
         if (m->layer_kinds[i] == HBM_PLAN_LAYER_LINEAR) {
-            add_note(res, hbm_xstrdup("linear-attention layers: SGLang's Mamba state pool is "
+            plan_add_note(res, hbm_xstrdup("linear-attention layers: SGLang's Mamba state pool is "
                                       "not modelled, only the attention layers' KV"));
             break;
         }

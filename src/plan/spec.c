@@ -207,12 +207,6 @@ static int config_from_flags(const hbm_plan_input *in, int ver, hbm_plan_spec_co
 
 /* ---- what each drafter brings ---------------------------------------------------------- */
 
-static void add_note(hbm_plan_result *res, char *text)
-{
-    res->notes = hbm_xrealloc(res->notes, (res->nnotes + 1) * sizeof *res->notes);
-    res->notes[res->nnotes++] = text;
-}
-
 /* A key of a config.json (or its text_config), 0 when absent. */
 static int64_t config_int(const char *path, const char *const *keys)
 {
@@ -283,7 +277,7 @@ static int draft_from_dir(const char *flag, const hbm_plan_spec_config *sc, int 
         if (rc < 0)
             return hbm_err_prefix(err, "%s: the draft %s", flag, sc->model);
         res->spec.modelled = false;
-        add_note(res, hbm_xasprintf("speculative decoding: the draft %s is not a local model "
+        plan_add_note(res, hbm_xasprintf("speculative decoding: the draft %s is not a local model "
                                     "directory with a config.json, so its weights and KV "
                                     "layers are not counted (give its directory to plan them)",
                                     sc->model));
@@ -301,7 +295,7 @@ static int draft_from_dir(const char *flag, const hbm_plan_spec_config *sc, int 
     if (kind != DRAFT_HEADS)
         kv_shape_of(&dm, dm.num_layers, &c->draft);
     if (kind == DRAFT_MODEL && dm.weights_estimated)
-        add_note(res, hbm_xasprintf("speculative decoding: no safetensors in %s: the draft's "
+        plan_add_note(res, hbm_xasprintf("speculative decoding: no safetensors in %s: the draft's "
                                     "weights are estimated from its architecture",
                                     sc->model));
     hbm_plan_model_free(&dm);
@@ -355,13 +349,13 @@ static void spec_note(const plan_ctx *c, hbm_plan_result *res)
     if (!s->modelled)
         return;
     if (c->draft.weights == 0 && c->draft.layers == 0) {
-        add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): drafts from the "
+        plan_add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): drafts from the "
                                     "tokens already seen, no device memory",
                                     s->method, (long long)s->num_speculative_tokens));
         return;
     }
     bool in_checkpoint = c->draft.weights == 0 && !c->m->weights_estimated;
-    add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): %.2f GiB of draft "
+    plan_add_note(res, hbm_xasprintf("speculative decoding (%s, %lld tokens): %.2f GiB of draft "
                                 "weights per rank%s, %lld attention layer%s adding %lld bytes "
                                 "per token to the KV cache",
                                 s->method, (long long)s->num_speculative_tokens,

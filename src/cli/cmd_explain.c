@@ -213,9 +213,11 @@ static void explain_output(const cli_common *c, int mode, const hbm_catalog *cat
     char note[1400] = "";
     if (c->src.snapshot && mode == LIVE_AUTO)
         mode = LIVE_ON;
-    if (mode != LIVE_OFF && hbm_explain_report_wants_live(rep)) {
-        hbm_obs obs;
-        hbm_obs_init(&obs);
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    explain_plan_opts plan_opts = *po;
+    if (mode != LIVE_OFF &&
+        (hbm_explain_report_wants_live(rep) || explain_plan_wants_live(rep, po))) {
         char src[300];
         const char *source = observe_live(c, mode, &obs, note, sizeof note, src, sizeof src);
         if (source)
@@ -224,9 +226,10 @@ static void explain_output(const cli_common *c, int mode, const hbm_catalog *cat
                                    : c->src.root   ? c->src.root
                                                    : hbm_host_env_root(),
                                    source);
-        hbm_obs_free(&obs);
+        plan_opts.live = source ? &obs : NULL;
     }
-    explain_plan_figures *figs = explain_plan(rep, po);
+    explain_plan_figures *figs = explain_plan(rep, &plan_opts);
+    hbm_obs_free(&obs);
     if (c->json) {
         json_t *j = hbm_explain_report_json(rep);
         json_t *found = json_object_get(j, "findings");
@@ -295,7 +298,8 @@ int cmd_explain(int argc, char **argv)
                 "the model directory or config.json (default: the log's model, when\n"
                 "it is a directory here)"),
         CLI_OPT(CLI_STRING, "device", 0, "NAME", &po.device,
-                "the device, a name from plan's device table"),
+                "the device, a name from plan's device table (default: this\n"
+                "host's first device, when the host is checked)"),
         CLI_OPT(CLI_SIZE, "mem", 0, "SIZE", &po.mem, "or its total memory as vLLM sees it",
                 .min = 1, .why = "must be positive"),
         CLI_FORM("-- vllm serve ...", "the launch's flags, over those the log shows"),

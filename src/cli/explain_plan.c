@@ -38,6 +38,26 @@ static bool is_model_here(const char *path)
     return ok;
 }
 
+/* This host's first device as the framework sees it (the server is gone, so its free
+ * memory then is not known); returns NULL or why not (owned). */
+static char *live_device(const hbm_obs *obs, launch *l)
+{
+    const hbm_device *d = &obs->devs[0];
+    hbm_plan_platform plat =
+        d->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND : HBM_PLAN_PLATFORM_CUDA;
+    hbm_plan_devmem dm;
+    hbm_err err = {{0}};
+    if (hbm_plan_device_memory(d->name, plat, d->memory_total_bytes, d->memory_used_bytes, &dm,
+                               &err) < 0)
+        return hbm_xasprintf("this host's device: %s; give --device NAME or --mem SIZE",
+                             err.msg);
+    l->in.device_name = d->name[0] ? d->name : "device";
+    l->in.mem_total_bytes = dm.total_bytes;
+    l->in.large_device = dm.large_device;
+    l->in.platform = plat;
+    return NULL;
+}
+
 /* Fills l from the log's facts and the options; returns NULL or why it cannot (owned). */
 static char *launch_setup(const hbm_explain_report *rep, const explain_plan_opts *o, launch *l)
 {
@@ -75,6 +95,8 @@ static char *launch_setup(const hbm_explain_report *rep, const explain_plan_opts
         l->in.mem_total_bytes = o->mem;
         l->in.large_device = l->in.large_device || o->mem >= 70 * HBM_GIB;
     }
+    if (l->in.mem_total_bytes <= 0 && !o->device && o->live && o->live->ndevs > 0)
+        return live_device(o->live, l);
     if (l->in.mem_total_bytes <= 0)
         return hbm_xstrdup("give --device NAME or --mem SIZE: the device's memory");
     return NULL;
@@ -248,11 +270,26 @@ static void sampler_figures(const hbm_explain_finding *fd, const explain_plan_op
     hbm_plan_argv_free(l.words, l.nwords);
 }
 
+static bool sized(const hbm_explain_finding *f)
+{
+    return !strcmp(f->sig->id, "vllm_sampler_warmup_oom");
+}
+
+bool explain_plan_wants_live(const hbm_explain_report *rep, const explain_plan_opts *o)
+{
+    if (o->device || o->mem != HBM_UNKNOWN)
+        return false;
+    for (size_t i = 0; i < rep->nfindings; i++)
+        if (sized(&rep->findings[i]))
+            return true;
+    return false;
+}
+
 explain_plan_figures *explain_plan(const hbm_explain_report *rep, const explain_plan_opts *o)
 {
     explain_plan_figures *figs = hbm_xcalloc(rep->nfindings ? rep->nfindings : 1, sizeof *figs);
     for (size_t i = 0; i < rep->nfindings; i++)
-        if (!strcmp(rep->findings[i].sig->id, "vllm_sampler_warmup_oom"))
+        if (sized(&rep->findings[i]))
             sampler_figures(&rep->findings[i], o, rep, &figs[i]);
     return figs;
 }

@@ -85,6 +85,25 @@ char *cli_plan_verdict_text(const hbm_plan_result *r)
     return s;
 }
 
+/* The engine's own names of the flags the report shows. */
+typedef struct flag_words {
+    const char *util, *len, *seqs, *batched, *block;
+} flag_words;
+
+static const flag_words *words_of(const hbm_plan_result *r)
+{
+    static const flag_words vllm = {"util", "max-model-len", "max-num-seqs", "batched-tokens",
+                                    "block"};
+    static const flag_words sglang = {"mem-fraction-static", "context-length",
+                                      "max-running-requests", "chunked-prefill-size",
+                                      "page-size"};
+    static const flag_words mindie = {"NPU_MEMORY_FRACTION", "maxSeqLen", "maxBatchSize",
+                                      "maxPrefillTokens", "cacheBlockSize"};
+    return r->engine == HBM_PLAN_ENGINE_SGLANG   ? &sglang
+           : r->engine == HBM_PLAN_ENGINE_MINDIE ? &mindie
+                                                 : &vllm;
+}
+
 /* The model, the device (and which ones), the weights and the flags. */
 static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
 {
@@ -162,12 +181,13 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
         wrap_hang(f, line, 0, 8, width);
         free(line);
     }
-    fprintf(f, "flags   TP %lld  PP %lld  util %g  max-model-len %lld  max-num-seqs %lld  "
-               "batched-tokens %lld\n        block %lld  kv-cache-dtype %s (%d B)\n\n",
-            (long long)r->tensor_parallel_size, (long long)r->pipeline_parallel_size,
-            r->gpu_memory_utilization, (long long)r->max_model_len, (long long)r->max_num_seqs,
-            (long long)r->max_num_batched_tokens, (long long)r->block_size, r->kv_cache_dtype,
-            r->kv_dtype_bytes);
+    const flag_words *w = words_of(r);
+    fprintf(f, "flags   TP %lld  PP %lld  %s %g  %s %lld  %s %lld\n        %s %lld  %s %lld  "
+               "kv-cache-dtype %s (%d B)\n\n",
+            (long long)r->tensor_parallel_size, (long long)r->pipeline_parallel_size, w->util,
+            r->gpu_memory_utilization, w->len, (long long)r->max_model_len, w->seqs,
+            (long long)r->max_num_seqs, w->batched, (long long)r->max_num_batched_tokens,
+            w->block, (long long)r->block_size, r->kv_cache_dtype, r->kv_dtype_bytes);
 }
 
 /* A bar per component against the device's total, then the KV cache's figures. */

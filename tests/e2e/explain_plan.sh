@@ -77,6 +77,23 @@ ex --json "$LOGS/sig/vllm_sampler_warmup_oom.log" --model "$MODEL" --mem 24GiB \
     -- vllm serve x --max-num-seqs lots >"$tmp/bad.json"
 check "a bad flag after '--': named, no figures" \
     grep -q -- "--max-num-seqs" <<<"$(plan "$tmp/bad.json" | jq -r .skipped)"
+# On a host with a device backend (the fake NVML), this host's card is the device.
+if [ -e "$HBM_FAKES/libnvidia-ml.so.1" ]; then
+    cat >"$tmp/scenario.json" <<JSON
+{"driver_version": "550.54.15", "devices": [
+  {"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-0a1b2c3d", "bus_id": "00000000:18:00.0",
+   "memory_total": $((80 * 1073741824)), "memory_used": $((1 * 1073741824)),
+   "temperature": 40, "power_mw": 90000, "ecc_uncorrected": 0, "mig_mode": 0,
+   "compute": [], "graphics": []}]}
+JSON
+    live=$(fake_nvml && "$HBMCTL" explain --json "$tmp/room.log" | jq -c '.findings[0].plan')
+    check "live: this host's card planned" \
+        test "$(jq -r .device <<<"$live")" = "NVIDIA A100-SXM4-80GB"
+    check "live: the same figures as that card from the table" \
+        test "$(jq .kv_cache_tokens <<<"$live")" = "$(jq .kv_cache_tokens <<<"$(plan "$tmp/room.json")")"
+    off=$(fake_nvml && "$HBMCTL" explain --no-live --json "$tmp/room.log" | jq -r '.findings[0].plan.skipped')
+    check "--no-live: no device, no figures" grep -q "give --device NAME" <<<"$off"
+fi
 ex --json "$LOGS/vllm_healthy.log" --device A100-80G >"$tmp/healthy.json"
 check "a healthy start-up: nothing planned, exit 0" \
     test "$(jq '.findings | length' "$tmp/healthy.json")" = 0

@@ -3,8 +3,10 @@
 # samples: a device whose memory climbs in 1 GiB steps (each held for 8 samples) is reported
 # as leaking within 3 steps, and so is the process that holds it; a device with noise of
 # +-2% and one with a sawtooth that returns to its baseline never are; a threshold crossing
-# is reported; the exit code says a leak was seen. The test reads watch's output as it comes
-# and rewrites the scenario after each sample, so the timing of the machine does not matter.
+# is reported; the exit code says a leak was seen. The test reads watch's output as it comes,
+# stops watch after each sample while it rewrites the scenario, and names the scenario's
+# sample in device 2's name, so the checks count the samples watch was shown, whatever the
+# timing of the machine.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
@@ -36,7 +38,7 @@ scenario() { # sample-number
   "memory_used": $used0, "compute": [{"pid": $leaker, "used_memory": $((used0 - 512 * MIB))}]},
  {"name": "noisy", "uuid": "GPU-1", "bus_id": "00000000:19:00.0", "memory_total": $((80 * GIB)),
   "memory_used": $used1, "compute": []},
- {"name": "sawtooth", "uuid": "GPU-2", "bus_id": "00000000:1A:00.0", "memory_total": $((16 * GIB)),
+ {"name": "sawtooth-$k", "uuid": "GPU-2", "bus_id": "00000000:1A:00.0", "memory_total": $((16 * GIB)),
   "memory_used": $used2, "compute": []}]}
 EOF
     mv "$tmp/scenario.tmp" "$tmp/scenario.json"
@@ -44,7 +46,7 @@ EOF
 
 total=$((LEAD + HOLD * STEPS + 5))
 scenario 0
-coproc WATCH { exec "$HBMCTL" watch --plain --interval 100ms --count "$total" --threshold 24GiB 2>&1; }
+coproc WATCH { exec "$HBMCTL" watch --plain --interval 250ms --count "$total" --threshold 24GiB 2>&1; }
 watch_pid=$WATCH_PID
 exec {wfd}<&"${WATCH[0]}" # bash drops WATCH when the coprocess ends
 pids+=("$watch_pid")
@@ -55,7 +57,9 @@ while IFS= read -r -t 60 line <&"$wfd"; do
     # A sample ends with the line of its last device: change the memory for the next one.
     if [[ "$line" == *"dev 2 "* ]]; then
         samples=$((samples + 1))
+        kill -STOP "$watch_pid" 2>/dev/null
         scenario "$samples"
+        kill -CONT "$watch_pid" 2>/dev/null
     fi
 done
 wait "$watch_pid"
@@ -66,8 +70,10 @@ check "one line per device and sample" test "$(grep -c '  dev [0-9]' "$tmp/out")
 leak_line=$(grep -n "LEAK device 0:" "$tmp/out" | head -1)
 check "leak reported for device 0" test -n "$leak_line"
 check "leak line says 3 steps" grep -q "LEAK device 0: memory grew 3.00 GiB in 3 steps" <<<"$leak_line"
-# The sample during which it was reported: samples are counted by device-2 lines before it.
-at=$(head -n "${leak_line%%:*}" "$tmp/out" | grep -c '  dev 2 ')
+# The scenario sample watch was shown when it reported: device 2's name in the line before.
+at=$(head -n "${leak_line%%:*}" "$tmp/out" | grep '  dev 2 ' | tail -1 | grep -o 'sawtooth-[0-9]*')
+at=${at#sawtooth-}
+at=$((at + 1)) # the sample after it, as counted from 1
 first_step=$((LEAD + 1))
 within=$((first_step + 3 * HOLD))
 check "reported within 3 steps (sample $at, steps start at $first_step, 3 steps end at $within)" \

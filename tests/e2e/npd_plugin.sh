@@ -74,8 +74,13 @@ PY
 
 # run_rules EXPECT...: every rule of the config in order, as NPD invokes it (path replaced by
 # this build), against the current scenario; EXPECT is each rule's exit code.
+# NPD kills a plugin after 5 s; a sanitizer build runs several times slower than the one
+# deployed, so it gets more room (the plain build checks the real budget).
+budget_ms=5000
+[ "${HBM_SANITIZE:-OFF}" = ON ] && budget_ms=8000
+
 run_rules() {
-    local i=0 want line rc t0 t1
+    local i=0 want line rc t0 t1 ms
     while IFS=$'\t' read -r reason args; do
         want=$1
         shift
@@ -84,11 +89,12 @@ run_rules() {
         line=$("$HBMCTL" $args 2>"$tmp/err")
         rc=$?
         t1=$(date +%s%N)
+        ms=$(((t1 - t0) / 1000000))
         check "$label: $reason exits $want ($rc: $line)" test "$rc" -eq "$want"
         check "$label: $reason prints one line" test "$(printf '%s\n' "$line" | wc -l)" -eq 1
         check "$label: $reason line fits 80 characters (${#line})" test "${#line}" -le 80
         check "$label: $reason writes nothing to stderr" test ! -s "$tmp/err"
-        check "$label: $reason within 5 s" test $(((t1 - t0) / 1000000)) -lt 5000
+        check "$label: $reason within $budget_ms ms ($ms)" test "$ms" -lt "$budget_ms"
         eval "out_$i=\$line"
         i=$((i + 1))
     done < <(jq -r '.rules[] | "\(.reason)\t\(.args | map(sub("/run/hbmctl"; env.tmp)) | join(" "))"' "$CONF")

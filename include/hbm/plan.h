@@ -34,6 +34,9 @@ typedef enum hbm_plan_engine {
 /* "vllm", "sglang", "mindie" (static). */
 const char *hbm_plan_engine_name(hbm_plan_engine e);
 /* By name, case-insensitive; fails naming the engines the planner knows. */
+/* The flag planning backwards chooses, in the engine's words ("--gpu-memory-utilization",
+ * "--mem-fraction-static"); NULL when the engine has none. */
+const char *hbm_plan_engine_util_flag(hbm_plan_engine e);
 int hbm_plan_engine_parse(const char *name, hbm_plan_engine *out, hbm_err *err);
 
 /* ---- devices ------------------------------------------------------------------------- */
@@ -307,7 +310,6 @@ typedef struct hbm_plan_launch {
     double lower_util_concurrency;
     char **flags;          /* owned: the engine's flags, one word each, ready to pass */
     size_t nflags;
-    char util_flag[32];    /* the engine's name for the share chosen (--mem-fraction-static) */
 } hbm_plan_launch;
 
 /* The vision encoder of a multimodal checkpoint and vLLM's profile run of it. */

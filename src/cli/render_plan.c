@@ -226,6 +226,7 @@ static void report_breakdown(FILE *f, const hbm_plan_result *r, int width)
 static void launch_text(FILE *f, const hbm_plan_result *r, int width)
 {
     const hbm_plan_launch *l = &r->launch;
+    const char *util = hbm_plan_engine_util_flag(r->engine);
     int64_t d = l->tensor_parallel_size * l->pipeline_parallel_size;
     char pp[32] = "";
     if (l->pipeline_parallel_size > 1)
@@ -236,14 +237,14 @@ static void launch_text(FILE *f, const hbm_plan_result *r, int width)
                           "%s %.2f serves %.2fx, the cheapest launch that does",
                           (long long)l->requests, (long long)l->max_model_len,
                           (long long)l->tensor_parallel_size, pp, (long long)d,
-                          d == 1 ? "" : "s", l->util_flag, l->gpu_memory_utilization,
+                          d == 1 ? "" : "s", util, l->gpu_memory_utilization,
                           l->max_concurrency);
     else
         t = hbm_xasprintf("%lld requests of %lld tokens: no launch up to TP %d x PP %d serves "
                           "them; closest: TP %lld%s at %s %.2f, %.2fx",
                           (long long)l->requests, (long long)l->max_model_len,
                           HBM_PLAN_SERVE_MAX_TP, HBM_PLAN_SERVE_MAX_PP,
-                          (long long)l->tensor_parallel_size, pp, l->util_flag,
+                          (long long)l->tensor_parallel_size, pp, util,
                           l->gpu_memory_utilization, l->max_concurrency);
     fprintf(f, "\ntarget  ");
     cli_wrap_from(f, t, 8, 8, width, false);

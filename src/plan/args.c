@@ -52,15 +52,6 @@ int plan_version_parse(const char *s)
     return part[0] * 10000 + part[1] * 100 + part[2];
 }
 
-/* "--max_model_len" and "--max-model-len" are the same flag to vLLM */
-static void canon(const char *in, char *out, size_t n)
-{
-    size_t j = 0;
-    for (size_t i = 0; in[i] && in[i] != '=' && j + 1 < n; i++)
-        out[j++] = in[i] == '_' ? '-' : in[i];
-    out[j] = 0;
-}
-
 static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err)
 {
     char *end;
@@ -182,7 +173,7 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             continue;
         }
         char f[64];
-        canon(a, f, sizeof f);
+        plan_flag_canon(a, f, sizeof f);
         const char *eq = strchr(a, '=');
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
         bool has_v = eq || (i + 1 < argc && (argv[i + 1][0] != '-' || isdigit((unsigned char)argv[i + 1][1])));

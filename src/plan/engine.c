@@ -31,6 +31,12 @@ const char *hbm_plan_engine_name(hbm_plan_engine e)
     return pe ? pe->name : "unknown";
 }
 
+const char *hbm_plan_engine_util_flag(hbm_plan_engine e)
+{
+    const plan_engine *pe = plan_engine_of(e);
+    return pe ? pe->util_flag : NULL;
+}
+
 int hbm_plan_engine_parse(const char *name, hbm_plan_engine *out, hbm_err *err)
 {
     char known[128] = "";

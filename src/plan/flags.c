@@ -116,8 +116,7 @@ const hbm_plan_flag plan_vllm_flags[] = {
 #undef U
 
 
-/* "--max_model_len=8" -> "--max-model-len": vLLM reads '_' as '-' in flag names */
-static void canon(const char *in, char *out, size_t n)
+void plan_flag_canon(const char *in, char *out, size_t n)
 {
     size_t j = 0;
     for (size_t i = 0; in[i] && in[i] != '=' && j + 1 < n; i++)
@@ -139,7 +138,7 @@ const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool
     if (!pe)
         return NULL;
     char f[96];
-    canon(arg, f, sizeof f);
+    plan_flag_canon(arg, f, sizeof f);
     if (attached)
         *attached = strchr(arg, '=') != NULL;
     const hbm_plan_flag *fl = lookup(pe, f);
@@ -206,7 +205,7 @@ const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg,
 {
     const plan_engine *pe = plan_engine_of(e);
     char f[96];
-    canon(arg, f, sizeof f);
+    plan_flag_canon(arg, f, sizeof f);
     const char *best = NULL, *prefix = NULL;
     size_t bestd = (size_t)-1;
     int nprefix = 0;

@@ -84,6 +84,14 @@ int plan_dtype_bytes(const char *name)
     return 0;
 }
 
+int plan_kv_dtype_bytes(const char *name, int model_bytes)
+{
+    if (!name || !strcasecmp(name, "auto"))
+        return model_bytes;
+    int b = plan_dtype_bytes(name);
+    return b ? b : model_bytes;
+}
+
 static bool positive(int64_t v)
 {
     return v > 0;

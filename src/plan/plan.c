@@ -105,14 +105,6 @@ static void vllm_errors(const plan_ctx *c, const plan_flags *f, const plan_outco
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
-static int kv_bytes(const char *name, int model_bytes)
-{
-    if (!name || !strcasecmp(name, "auto"))
-        return model_bytes;
-    int b = plan_dtype_bytes(name);
-    return b ? b : model_bytes;
-}
-
 /* What `vllm serve` is given in the flag lines: vLLM loads a model directory or a hub name,
  * never a config file. A config.json stands for its directory; a config under another name
  * is outside any model directory, so its _name_or_path (said in a note), else a MODEL for
@@ -233,7 +225,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
         f.mnbt = f.seqs * f.mml;
     f.block_given = in->block_size > 0;
     f.block = f.block_given ? in->block_size : ascend ? 128 : 16;
-    f.kvb = kv_bytes(in->kv_cache_dtype, c->act_bytes);
+    f.kvb = plan_kv_dtype_bytes(in->kv_cache_dtype, c->act_bytes);
     f.eager = in->enforce_eager == 1;
     f.kvmem = in->kv_cache_memory_bytes;
     if (m->num_heads % f.tp)

@@ -10,6 +10,8 @@
 
 /* Bytes of one element of a dtype name ("bfloat16", "fp8", ...); 0 when unknown. */
 int plan_dtype_bytes(const char *name);
+/* Bytes of one KV element for --kv-cache-dtype name: the model's when auto, unset or unknown. */
+int plan_kv_dtype_bytes(const char *name, int model_bytes);
 
 /* Sums the safetensors headers of a model directory: the files named by
  * model.safetensors.index.json when present, else every *.safetensors. *files = 0 when the
@@ -244,6 +246,9 @@ extern const plan_engine plan_engine_mindie; /* mindie.c */
 /* vLLM's flag table (flags.c) and its reading of a command line (args.c). */
 extern const hbm_plan_flag plan_vllm_flags[];
 int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err);
+/* A flag as typed, up to any '=', with '_' read as '-' ("--max_model_len=8" ->
+ * "--max-model-len"), as vLLM reads flag names. */
+void plan_flag_canon(const char *in, char *out, size_t n);
 
 /* What every engine's result carries alike: a note, a failing check (both texts owned by
  * res after the call), and the device facts of in (platform, name, live ids, the

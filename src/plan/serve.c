@@ -252,7 +252,6 @@ int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
     lw->tensor_parallel_size = best.tp;
     lw->pipeline_parallel_size = best.pp;
     lw->gpu_memory_utilization = cents / 100.0;
-    snprintf(lw->util_flag, sizeof lw->util_flag, "%s", plan_engine_of(in->engine)->util_flag);
     lw->max_concurrency = r->fits ? r->max_concurrency : 0;
     lw->fewer_devices_concurrency = fewer;
     lw->lower_util_concurrency = lower;

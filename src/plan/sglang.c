@@ -351,14 +351,6 @@ static double default_fraction(const sgl_flags *s)
     return round((g - reserved) / g * 1000) / 1000;
 }
 
-static int kv_bytes(const char *name, int model_bytes)
-{
-    if (!name || !strcasecmp(name, "auto"))
-        return model_bytes;
-    int b = plan_dtype_bytes(name);
-    return b ? b : model_bytes;
-}
-
 /* Bytes of one token's KV across one rank's layers (get_cell_size_per_token). */
 static int64_t cell_size(const sgl_flags *s)
 {
@@ -441,7 +433,7 @@ static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model
     s.page = in->block_size > 0 ? in->block_size : 1;
     s.max_total = in->max_total_tokens;
     s.running = in->max_num_seqs;
-    s.kvb = kv_bytes(in->kv_cache_dtype, s.c.act_bytes);
+    s.kvb = plan_kv_dtype_bytes(in->kv_cache_dtype, s.c.act_bytes);
     return s;
 }
 

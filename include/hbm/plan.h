@@ -49,6 +49,7 @@ typedef struct hbm_plan_device {
     hbm_plan_platform platform;
     int64_t total_bytes;  /* what vLLM's MemorySnapshot sees as total */
     bool large_class;     /* vLLM's batch defaults of >= 70 GiB non-A100 devices apply */
+    int cuda_cc;          /* NVIDIA compute capability x 10 (80 = sm_80); 0: not NVIDIA */
     const char *source;   /* where total_bytes comes from (static) */
 } hbm_plan_device;
 
@@ -91,6 +92,13 @@ typedef enum hbm_plan_layer_kind {
     HBM_PLAN_LAYER_SHARED,   /* reuses another layer's KV: no cache of its own */
 } hbm_plan_layer_kind;
 
+/* Modules a checkpoint's quantisation leaves at the model dtype (hbm_plan_model.quant_skip). */
+#define HBM_PLAN_QSKIP_ATTN 1u
+#define HBM_PLAN_QSKIP_MLP 2u     /* the dense layers' MLP */
+#define HBM_PLAN_QSKIP_EXPERTS 4u /* the routed experts */
+#define HBM_PLAN_QSKIP_SHARED 8u
+#define HBM_PLAN_QSKIP_ROUTER 16u
+
 /* Architecture facts read from config.json (text_config when nested), plus the weight
  * bytes measured from safetensors headers. Ownership: owns layer_kinds. */
 typedef struct hbm_plan_model {
@@ -127,6 +135,8 @@ typedef struct hbm_plan_model {
         linear_conv_kernel;
     /* quantisation named by the config (quantization_config.quant_method), "" none */
     char quant_method[32];
+    unsigned quant_skip;           /* HBM_PLAN_QSKIP_*: modules the quantisation leaves out */
+    int64_t expert_params;         /* routed experts' weights, all layers (architecture) */
     /* weights */
     int64_t weights_bytes;         /* checkpoint tensor bytes, HBM_UNKNOWN when none read */
     int64_t weights_tensors;

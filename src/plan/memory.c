@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plan/plan_int.h"
 
@@ -55,6 +56,16 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
     if (m->mla)
         w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
              (1.0 - 1.0 / (double)f->tp);
+    if (c->mxfp4_pad_inter > 0 && m->expert_params > 0 && !strcasecmp(m->quant_method, "mxfp4")) {
+        /* the checkpoint's experts give way to each rank's padded ones */
+        double moe_layers = (double)(m->num_layers - m->first_dense_layers);
+        double inter = (double)cdiv(cdiv(m->moe_intermediate_size, f->tp), c->mxfp4_pad_inter) *
+                       c->mxfp4_pad_inter;
+        double hidden = (double)cdiv(m->hidden_size, c->mxfp4_pad_hidden) * c->mxfp4_pad_hidden;
+        w += plan_mxfp4_expert_bytes(m, inter, hidden, moe_layers / (double)f->pp) -
+             plan_mxfp4_expert_bytes(m, (double)m->moe_intermediate_size, H, moe_layers) /
+                 (double)(f->tp * f->pp);
+    }
     /* LoRA slots are allocated while the model is built (lora.c) */
     w += (double)plan_lora_slot_bytes(c, f->tp, f->pp);
     return (int64_t)w + plan_draft_weights(c, f);

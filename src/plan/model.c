@@ -1,6 +1,7 @@
 /* config.json reading: the architecture numbers vLLM itself derives (kv heads, head size,
  * layer kinds), found in the text config of multimodal models too, and a parameter count
  * from the architecture for when no safetensors are present. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -151,8 +152,14 @@ static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
         m->sliding_window = HBM_UNKNOWN;
 }
 
+/* Parameters of the linear layers by the module they belong to, summed over the layers: the
+ * unit a checkpoint's quantisation config names when it keeps some modules unquantised. */
+typedef struct param_split {
+    double attn, mlp, experts, shared, router, norms;
+} param_split;
+
 /* Parameters per layer and in total, from the architecture alone. */
-static void estimate_params(hbm_plan_model *m, int64_t *embed_params)
+static void estimate_params(hbm_plan_model *m, int64_t *embed_params, param_split *p)
 {
     double H = (double)m->hidden_size, heads = (double)m->num_heads;
     double kv = (double)m->num_kv_heads, V = (double)(m->vocab_size > 0 ? m->vocab_size : 0);
@@ -179,41 +186,97 @@ static void estimate_params(hbm_plan_model *m, int64_t *embed_params)
               (2 * kd + vd) * (double)(m->linear_conv_kernel > 0 ? m->linear_conv_kernel : 4);
     }
     double dense = 3 * H * (double)(m->intermediate_size > 0 ? m->intermediate_size : 0);
-    double moe = 0;
-    if (m->num_experts > 0) {
-        double shared = m->shared_expert_intermediate_size > 0
-                            ? (double)m->shared_expert_intermediate_size
-                            : (double)(m->num_shared_experts * m->moe_intermediate_size);
-        moe = (double)m->num_experts * 3 * H * (double)m->moe_intermediate_size +
-              3 * H * shared + H * (double)m->num_experts;
-    }
-    double total = 0;
+    double shared = m->shared_expert_intermediate_size > 0
+                        ? (double)m->shared_expert_intermediate_size
+                        : (double)(m->num_shared_experts * m->moe_intermediate_size);
+    memset(p, 0, sizeof *p);
     for (int64_t i = 0; i < m->num_layers; i++) {
         bool is_moe = m->num_experts > 0 && i >= m->first_dense_layers;
-        total += (m->layer_kinds[i] == HBM_PLAN_LAYER_LINEAR ? lin : attn) +
-                 (is_moe ? moe : dense) + 2 * H;
+        p->attn += m->layer_kinds[i] == HBM_PLAN_LAYER_LINEAR ? lin : attn;
+        if (is_moe) {
+            p->experts += (double)m->num_experts * 3 * H * (double)m->moe_intermediate_size;
+            p->shared += 3 * H * shared;
+            p->router += H * (double)m->num_experts;
+        } else {
+            p->mlp += dense;
+        }
+        p->norms += 2 * H;
     }
     double emb = V * H * (m->tie_word_embeddings ? 1 : 2);
     *embed_params = (int64_t)emb;
-    m->params_estimated = (int64_t)(total + emb + H);
+    m->expert_params = (int64_t)p->experts;
+    m->params_estimated =
+        (int64_t)(p->attn + p->mlp + p->experts + p->shared + p->router + p->norms + emb + H);
 }
 
-/* Bytes of the weights as stored: quantised linear layers at their packed width, norms and
- * embeddings at the model dtype. */
+double plan_mxfp4_expert_bytes(const hbm_plan_model *m, double inter, double hidden,
+                               double layers)
+{
+    /* per expert: w13 and w2 at 4 bits with one byte of scale per 32 weights, and their
+     * bf16 biases, which vLLM's MXFP4 method always creates */
+    return layers * (double)m->num_experts *
+           (3 * inter * hidden * (0.5 + 1.0 / 32) + (2 * inter + hidden) * 2);
+}
+
+unsigned plan_quant_skip_of(const char *module)
+{
+    /* a module path or a regular expression over them ("model.layers.*.self_attn",
+     * "re:.*mlp.gate$", "lm_head"): the kind of module it names */
+    if (strstr(module, "attn") || strstr(module, "attention"))
+        return HBM_PLAN_QSKIP_ATTN;
+    if (strstr(module, "shared_expert"))
+        return HBM_PLAN_QSKIP_SHARED;
+    if (strstr(module, "router"))
+        return HBM_PLAN_QSKIP_ROUTER;
+    if (strstr(module, "experts"))
+        return HBM_PLAN_QSKIP_EXPERTS;
+    const char *g = strstr(module, "gate"); /* the router's usual name; not gate_proj */
+    if (g && g[4] != '_' && !isalnum((unsigned char)g[4]))
+        return HBM_PLAN_QSKIP_ROUTER;
+    const char *mlp = strstr(module, "mlp");
+    if (mlp && (mlp[3] == 0 || mlp[3] == '$'))
+        return HBM_PLAN_QSKIP_MLP | HBM_PLAN_QSKIP_EXPERTS | HBM_PLAN_QSKIP_SHARED |
+               HBM_PLAN_QSKIP_ROUTER;
+    return 0;
+}
+
+/* Bytes of the weights as stored: quantised linear layers at their packed width, the modules
+ * the quantisation leaves out (modules_to_not_convert, ignore), norms and embeddings at the
+ * model dtype. vLLM's MXFP4 method quantises only the routed experts: every other linear
+ * layer falls back to the unquantised method (mxfp4.py get_quant_method). */
 static void estimate_weights(hbm_plan_model *m)
 {
     int64_t emb = 0;
-    estimate_params(m, &emb);
-    double body = (double)(m->params_estimated - emb);
+    param_split p;
+    estimate_params(m, &emb, &p);
     double per = m->dtype_bytes;
     const char *q = m->quant_method;
+    bool mxfp4 = !strcasecmp(q, "mxfp4");
     if (!strcasecmp(q, "awq") || !strcasecmp(q, "gptq") || !strcasecmp(q, "awq_marlin") ||
-        !strcasecmp(q, "gptq_marlin") || !strcasecmp(q, "mxfp4") || !strcasecmp(q, "bitsandbytes"))
+        !strcasecmp(q, "gptq_marlin") || !strcasecmp(q, "bitsandbytes"))
         per = 0.5 + 0.03125; /* 4-bit weights + group-128 fp16 scales and zeros */
     else if (!strncasecmp(q, "fp8", 3) || !strcasecmp(q, "compressed-tensors") ||
              !strcasecmp(q, "modelopt"))
         per = 1;
-    m->weights_bytes = (int64_t)(body * per) + emb * m->dtype_bytes;
+    unsigned keep = m->quant_skip;
+    double d = m->dtype_bytes;
+    double body = p.norms * d;
+    if (mxfp4) {
+        body += (p.attn + p.mlp + p.shared + p.router) * d +
+                plan_mxfp4_expert_bytes(m, (double)m->moe_intermediate_size,
+                                        (double)m->hidden_size,
+                                        (double)(m->num_layers > m->first_dense_layers
+                                                     ? m->num_layers - m->first_dense_layers
+                                                     : 0));
+    } else {
+        body += p.attn * (keep & HBM_PLAN_QSKIP_ATTN ? d : per) +
+                p.mlp * (keep & HBM_PLAN_QSKIP_MLP ? d : per) +
+                p.experts * (keep & HBM_PLAN_QSKIP_EXPERTS ? d : per) +
+                p.shared * (keep & HBM_PLAN_QSKIP_SHARED ? d : per) +
+                p.router * (keep & HBM_PLAN_QSKIP_ROUTER ? d : per);
+    }
+    m->weights_bytes = (int64_t)body + (int64_t)m->hidden_size * m->dtype_bytes +
+                       emb * m->dtype_bytes;
     m->embed_bytes = emb * m->dtype_bytes;
     m->weights_estimated = true;
 }
@@ -363,6 +426,15 @@ static void read_attention_kinds(json_t *t, json_t *root, hbm_plan_model *m)
     const char *qm = json_is_object(qc) ? json_string_value(json_object_get(qc, "quant_method"))
                                         : NULL;
     snprintf(m->quant_method, sizeof m->quant_method, "%s", qm ? qm : "");
+    m->quant_skip = 0;
+    static const char *const lists[] = {"modules_to_not_convert", "ignore", "ignored_layers"};
+    for (size_t k = 0; json_is_object(qc) && k < sizeof lists / sizeof lists[0]; k++) {
+        json_t *l = json_object_get(qc, lists[k]), *v;
+        size_t i;
+        json_array_foreach(l, i, v)
+            if (json_is_string(v))
+                m->quant_skip |= plan_quant_skip_of(json_string_value(v));
+    }
 }
 
 int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,

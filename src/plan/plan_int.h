@@ -136,6 +136,9 @@ typedef struct plan_ctx {
     int64_t n_full, n_slide, n_lin; /* layers of each kind in the model */
     plan_draft draft;  /* speculative decoding (spec.c); all zero without it */
     plan_lora lora;
+    /* vLLM's MXFP4 MoE backend pads each rank's expert matrices (mxfp4.py create_weights):
+     * the intermediate size per rank and the hidden size up to these multiples; 0: none */
+    int mxfp4_pad_inter, mxfp4_pad_hidden;
 } plan_ctx;
 
 /* The caller's input and the model name for flag lines (both borrowed). */
@@ -154,6 +157,14 @@ int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
+
+/* The module kind (HBM_PLAN_QSKIP_*) a quantisation config's module name or pattern
+ * names; 0 for embeddings, lm_head and what it does not know. */
+unsigned plan_quant_skip_of(const char *module);
+/* Bytes of the routed experts under vLLM's MXFP4 layout, for experts of the given
+ * intermediate and hidden sizes over the given number of MoE layers. */
+double plan_mxfp4_expert_bytes(const hbm_plan_model *m, double inter, double hidden,
+                               double layers);
 
 /* The weight bytes one rank holds: its TP x PP share, embeddings split by TP, and the
  * projections TP cannot split replicated. */

@@ -278,6 +278,79 @@ static void test_version_rules(void **state)
     hbm_plan_result_free(&r);
 }
 
+/* A small MoE config with the quantisation named by the caller. */
+static void quant_model(hbm_plan_model *m, const char *quant)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\":[\"GptOssForCausalLM\"],\"hidden_size\":2880,"
+             "\"num_hidden_layers\":2,\"num_attention_heads\":64,\"num_key_value_heads\":8,"
+             "\"head_dim\":64,\"intermediate_size\":2880,\"num_local_experts\":128,"
+             "\"num_experts_per_tok\":4,\"vocab_size\":1024,\"torch_dtype\":\"bfloat16\"%s}",
+             quant);
+    hbm_plan_model_init(m);
+    hbm_err err = {{0}};
+    if (hbm_plan_model_parse_config(cfg, strlen(cfg), "config.json", m, &err) < 0)
+        fail_msg("%s", err.msg);
+}
+
+/* Weights from the architecture under a quantisation: vLLM's MXFP4 method quantises only the
+ * routed experts (4 bits, a byte of scale per 32, bf16 biases), other methods every linear
+ * layer but the modules the config leaves out; MXFP4 experts are padded per rank as
+ * mxfp4.py's Marlin (below sm_90: n % 256, k % 128) or Triton (k % 64) layout wants. */
+static void test_quantised_weights(void **state)
+{
+    (void)state;
+    const double H = 2880, I = 2880, E = 128, L = 2;
+    const double attn = H * 64 * 64 + H * 8 * 128 + 64 * 64 * H, router = H * E;
+    const double experts = E * 3 * H * I, norms = 2 * H * L + H, emb = 2 * 1024 * H;
+    hbm_plan_model m;
+    quant_model(&m, ",\"quantization_config\":{\"quant_method\":\"mxfp4\"}");
+    assert_int_equal(m.expert_params, (int64_t)(experts * L));
+    double want = L * (attn + router) * 2 + norms * 2 + emb * 2 +
+                  L * E * (3 * I * H * (0.5 + 1.0 / 32) + (2 * I + H) * 2);
+    assert_true(fabs((double)m.weights_bytes - want) < 16);
+    hbm_plan_model_free(&m);
+
+    quant_model(&m, ",\"quantization_config\":{\"quant_method\":\"awq\"}");
+    int64_t all4 = m.weights_bytes;
+    hbm_plan_model_free(&m);
+    quant_model(&m, ",\"quantization_config\":{\"quant_method\":\"awq\",\"modules_to_not_convert\":"
+                    "[\"model.layers.*.self_attn\",\"mlp.gate\",\"lm_head\"]}");
+    assert_int_equal(m.quant_skip, HBM_PLAN_QSKIP_ATTN | HBM_PLAN_QSKIP_ROUTER);
+    double more = L * (attn + router) * (2 - (0.5 + 0.03125));
+    assert_true(fabs((double)(m.weights_bytes - all4) - more) < 16);
+    hbm_plan_model_free(&m);
+    /* gate_proj is a dense MLP's, not the router */
+    quant_model(&m, ",\"quantization_config\":{\"quant_method\":\"gptq\",\"ignore\":"
+                    "[\"re:.*gate_proj.*\",\"re:.*shared_expert.*\"]}");
+    assert_int_equal(m.quant_skip, HBM_PLAN_QSKIP_SHARED);
+    hbm_plan_model_free(&m);
+
+    /* the published gpt-oss-120b at TP 4: 720 rows per rank padded to 768, hidden to 3072 on
+     * an A100; on an H100 only the rows */
+    const char *dev[] = {"A100-80G", "H100-80G"};
+    const double hidden[] = {3072, 2880};
+    double w[2], pad[2];
+    for (int k = 0; k < 2; k++) {
+        hbm_plan_input in = base(FIX "gpt-oss-120b");
+        const hbm_plan_device *d = hbm_plan_device_find(dev[k]);
+        in.device_name = d->name;
+        in.mem_total_bytes = d->total_bytes;
+        in.vllm_version = "0.10.1";
+        in.tensor_parallel_size = 4;
+        hbm_plan_result r;
+        run(&in, &r);
+        w[k] = (double)r.weights_bytes;
+        pad[k] = 36 * E * (3 * 768 * hidden[k] * (0.5 + 1.0 / 32) + (2 * 768 + hidden[k]) * 2);
+        print_message("%s: weights %.3f GiB per rank, experts %.3f GiB padded\n", dev[k],
+                      w[k] / GIB, pad[k] / GIB);
+        hbm_plan_result_free(&r);
+    }
+    assert_true(fabs(w[0] / GIB - 17.22) < 0.1); /* "Model loading took 17.22 GiB" */
+    assert_true(fabs((w[0] - w[1]) - (pad[0] - pad[1])) < 64);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_sliding_window),
         cmocka_unit_test(test_version_rules),
         cmocka_unit_test(test_fused_moe_workspace),
+        cmocka_unit_test(test_quantised_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

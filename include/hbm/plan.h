@@ -49,7 +49,6 @@ typedef struct hbm_plan_device {
     hbm_plan_platform platform;
     int64_t total_bytes;  /* what vLLM's MemorySnapshot sees as total */
     bool large_class;     /* vLLM's batch defaults of >= 70 GiB non-A100 devices apply */
-    int cuda_cc;          /* NVIDIA compute capability x 10 (80 = sm_80); 0: not NVIDIA */
     const char *source;   /* where total_bytes comes from (static) */
 } hbm_plan_device;
 

@@ -162,13 +162,10 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
     plan_ascend_device_rules(&c.r, in->device_name);
     if (!ascend) {
-        /* MXFP4 experts: Marlin below sm_90 (n % 256, k % 128), else Triton's 64 */
-        const hbm_plan_device *d = in->device_name ? hbm_plan_device_find(in->device_name) : NULL;
-        if (!d && in->device_name)
-            d = hbm_plan_device_match(in->device_name, in->mem_total_bytes);
-        bool marlin = d && d->cuda_cc > 0 && d->cuda_cc < 90;
-        c.mxfp4_pad_inter = marlin ? 128 : 64;
-        c.mxfp4_pad_hidden = marlin ? 256 : 1;
+        /* MXFP4 experts in Marlin's layout (n % 256, k % 128): 0.10's choice on every CUDA
+         * card without triton_kernels; Triton's swizzled layout is not modelled */
+        c.mxfp4_pad_inter = 128;
+        c.mxfp4_pad_hidden = 256;
     }
     c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
     c.w_scale = 1.0;

@@ -186,6 +186,13 @@ typedef struct hbm_plan_holder {
     int64_t memory_bytes;
 } hbm_plan_holder;
 
+/* The top-k/top-p sampler vLLM V1's profile run warms up on CUDA. */
+typedef enum hbm_plan_sampler {
+    HBM_PLAN_SAMPLER_DEFAULT = 0, /* the release's: FlashInfer's up to 0.10.1, torch's after */
+    HBM_PLAN_SAMPLER_FLASHINFER,  /* "Using FlashInfer for top-p & top-k sampling" */
+    HBM_PLAN_SAMPLER_TORCH,       /* "FlashInfer is not available. Falling back to ..." */
+} hbm_plan_sampler;
+
 typedef struct hbm_plan_input {
     hbm_plan_engine engine;   /* default vLLM */
     const char *model_path;   /* borrowed: model directory or config.json */
@@ -213,6 +220,7 @@ typedef struct hbm_plan_input {
     int enforce_eager;           /* -1 unset, 0, 1 */
     int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
     int64_t kv_cache_memory_bytes;
+    hbm_plan_sampler sampler;    /* not a vLLM flag: whether FlashInfer is installed and used */
     const char *vllm_version;    /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
                                     Ascend); NULL = newest rules; a release outside the
                                     rules' range is refused */

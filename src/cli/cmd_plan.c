@@ -234,6 +234,7 @@ static int vllm_flag(void *ctx, char **words, int nwords)
 }
 
 static const char *const platforms[] = {"cuda", "gpu", "ascend", "npu", NULL};
+static const char *const samplers[] = {"flashinfer", "torch", NULL};
 
 /* What plan's own options ask. */
 typedef struct plan_args {
@@ -241,6 +242,7 @@ typedef struct plan_args {
     const char *device;
     int64_t mem, free;
     int platform; /* index in platforms, -1 when not given */
+    int sampler;  /* index in samplers, -1 when not given */
     bool list_devices, list_flags;
     long serve;   /* planning backwards: requests to serve, 0 when not asked */
     const char *engine;
@@ -297,6 +299,11 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "on Ascend; others are refused; default the newest"),
         CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,
                 "the same for the engine --engine names"),
+        CLI_OPT(CLI_ENUM, "sampler", 0, "S", &a->sampler,
+                "the top-k/top-p sampler vLLM V1 warms up on CUDA: flashinfer (used\n"
+                "up to 0.10.1 when installed) or torch (later releases, or the log says\n"
+                "\"FlashInfer is not available\"); default the release's",
+                .choices = samplers, .words = "flashinfer torch"),
         CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
                 "planning backwards: the cheapest launch (fewest devices, TP before\n"
                 "PP, then the lowest utilisation) that serves N concurrent requests\n"
@@ -359,6 +366,8 @@ static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **hol
 {
     if (a->platform >= 0)
         in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
+    if (a->sampler >= 0)
+        in->sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
     if (a->serve > 0 && a->device && !strcmp(a->device, "auto")) {
         cli_errorf("--serve chooses how many devices: give --device NAME or --mem SIZE "
                    "--free SIZE, not --device auto");
@@ -407,7 +416,7 @@ static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **hol
 
 int cmd_plan(int argc, char **argv)
 {
-    plan_args a = {.mem = HBM_UNKNOWN, .free = HBM_UNKNOWN, .platform = -1};
+    plan_args a = {.mem = HBM_UNKNOWN, .free = HBM_UNKNOWN, .platform = -1, .sampler = -1};
     hbm_plan_input in;
     hbm_plan_input_init(&in);
     int rc = parse(&a, &in, argc, argv);

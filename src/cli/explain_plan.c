@@ -81,6 +81,11 @@ static char *launch_setup(const hbm_explain_report *rep, const explain_plan_opts
     const hbm_explain_fact *ver = hbm_explain_report_fact(rep, "vllm_version");
     if (ver && !l->in.vllm_version)
         l->in.vllm_version = ver->text;
+    /* the torch sampler's warm-up takes four times FlashInfer's */
+    const hbm_explain_fact *smp = hbm_explain_report_fact(rep, "vllm_sampler");
+    if (smp)
+        l->in.sampler = strcmp(smp->text, "FlashInfer") ? HBM_PLAN_SAMPLER_TORCH
+                                                        : HBM_PLAN_SAMPLER_FLASHINFER;
     if (o->device) {
         const hbm_plan_device *d = hbm_plan_device_find(o->device);
         if (!d)

@@ -25,10 +25,10 @@ plan_rules plan_rules_for(int ver, bool ascend)
     r.graph_in_budget = !ascend && ver >= 2100;
     /* NCCL moved before the snapshot with #25359 (0.11); HCCL is still after it */
     r.collective_in_budget = ascend || ver < 1100;
-    /* FlashInfer's sort-free top-k/top-p sampler up to 0.10.1; the torch sort-based one
-     * after (logits bf16 + fp32, sorted values + int64 indices, softmax, cumsum, scatter,
-     * probabilities and the exponential draw: 38 bytes per entry) */
-    r.sampler_bytes = (r.v0 || (!ascend && ver < 1002)) ? 10 : 38;
+    /* FlashInfer's sampler where CUDA builds used it when installed (up to 0.10.1), the
+     * torch one after (0.10.2 turned VLLM_USE_FLASHINFER_SAMPLER off by default) */
+    r.sampler_bytes = (r.v0 || (!ascend && ver < 1002)) ? PLAN_SAMPLER_FLASHINFER_BYTES
+                                                         : PLAN_SAMPLER_TORCH_BYTES;
     r.tokens_rule = ver >= 2100 ? 2 : ver >= 901 ? 1 : 0;
     r.typo_models = ver < 2200;
     r.mamba_graph_check = !ascend && ver >= 1900;

@@ -155,6 +155,12 @@ int plan_spec_apply(const hbm_plan_input *in, plan_ctx *c, const plan_flags *f,
 int64_t plan_draft_kv_per_token(const plan_ctx *c, const plan_flags *f);
 int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
 
+/* Bytes per row and vocabulary entry of the profile run's dummy sampler: FlashInfer's
+ * sort-free top-k/top-p, and the torch sort-based one (logits bf16 + fp32, sorted values +
+ * int64 indices, softmax, cumsum, scatter, probabilities and the exponential draw). */
+#define PLAN_SAMPLER_FLASHINFER_BYTES 10
+#define PLAN_SAMPLER_TORCH_BYTES 38
+
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
 

@@ -94,6 +94,18 @@ JSON
     off=$(fake_nvml && "$HBMCTL" explain --no-live --json "$tmp/room.log" | jq -r '.findings[0].plan.skipped')
     check "--no-live: no device, no figures" grep -q "give --device NAME" <<<"$off"
 fi
+# The log's sampler line (a real 0.10.1 line from an image without FlashInfer) is planned
+# as that sampler: the torch one, as `plan --sampler torch` says.
+{ sed -n 1,12p "$tmp/room.log"
+  echo "(VllmWorker TP0 pid=1384) WARNING 09-03 04:38:28 [topk_topp_sampler.py:61] FlashInfer is not available. Falling back to the PyTorch-native implementation of top-p & top-k sampling. For the best performance, please install FlashInfer."
+  tail -n 1 "$tmp/room.log"; } >"$tmp/torch.log"
+p=$(ex --json "$tmp/torch.log" --device A100-80G | jq -c '.findings[] | select(.id=="vllm_sampler_warmup_oom") | .plan')
+ref=$("$HBMCTL" plan "$MODEL" --device A100-80G --vllm-version 0.10.1 --max-model-len 32768 \
+    --tensor-parallel-size 2 --gpu-memory-utilization 0.9 --max-num-seqs 256 --sampler torch --json)
+check "the log's torch sampler: the planner's need for it" \
+    test "$(jq .sampler_bytes <<<"$p")" = "$(jq .sampler_bytes <<<"$ref")"
+check "which is more than FlashInfer's" \
+    test "$(jq .sampler_bytes <<<"$p")" -gt "$(plan "$tmp/room.json" | jq .sampler_bytes)"
 ex --json "$LOGS/vllm_healthy.log" --device A100-80G >"$tmp/healthy.json"
 check "a healthy start-up: nothing planned, exit 0" \
     test "$(jq '.findings | length' "$tmp/healthy.json")" = 0

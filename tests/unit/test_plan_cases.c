@@ -7,7 +7,8 @@
  *
  * A case: {id, source (public URL), name (the model as published), model (fixture
  * directory), device (table name) or mem_gib [+ free_gib, platform], engine (default
- * vllm), version, assumed (what the source does not state), args (the engine's flags,
+ * vllm), version, sampler (torch or flashinfer, as the log says; default the release's),
+ * assumed (what the source does not state), args (the engine's flags,
  * one word each), want {tokens, kv_gib, blocks, error}, kv_only (the engine failed after
  * sizing the KV cache: only its figures count), known_miss (why), what}. */
 #include <dirent.h>
@@ -110,6 +111,12 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
     if (json_is_number(fr))
         in->mem_free_bytes = (int64_t)(json_number_value(fr) * GIB);
     in->vllm_version = str(c, "version");
+    const char *sampler = str(c, "sampler");
+    if (sampler && strcmp(sampler, "torch") && strcmp(sampler, "flashinfer"))
+        fail_msg("%s: sampler is torch or flashinfer, not %s", where, sampler);
+    if (sampler)
+        in->sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
+                                                 : HBM_PLAN_SAMPLER_FLASHINFER;
     json_t *args = json_object_get(c, "args");
     *argc = 0;
     size_t i;

@@ -350,6 +350,38 @@ static void test_quantised_weights(void **state)
     }
 }
 
+/* --sampler: the dummy sampler's rows x vocabulary at FlashInfer's 10 bytes an entry or the
+ * torch sort-based 38, whatever the release would choose; V0 keeps its own. */
+static void test_sampler_choice(void **state)
+{
+    (void)state;
+    const char *ver[] = {"0.10.1", "0.11.0", "0.7.3"};
+    for (int k = 0; k < 3; k++) {
+        int64_t bytes[3];
+        for (int s = 0; s < 3; s++) {
+            hbm_plan_input in = base(FIX "qwen2-7b-instruct");
+            in.vllm_version = ver[k];
+            in.sampler = (hbm_plan_sampler)s;
+            hbm_plan_result r;
+            run(&in, &r);
+            bytes[s] = r.sampler_bytes;
+            if (s == 0 && k < 2) /* an H100's V1 default of 1024 sequences */
+                assert_int_equal(r.sampler_rows, 1024);
+            hbm_plan_result_free(&r);
+        }
+        int64_t entries = 1024LL * 152064;
+        print_message("%s: default %lld, flashinfer %lld, torch %lld\n", ver[k],
+                      (long long)bytes[0], (long long)bytes[1], (long long)bytes[2]);
+        if (k == 2) { /* V0: the option is ignored */
+            assert_int_equal(bytes[1], bytes[0]);
+            assert_int_equal(bytes[2], bytes[0]);
+            continue;
+        }
+        assert_int_equal(bytes[2] - bytes[1], entries * 28);
+        assert_int_equal(bytes[0], k == 0 ? bytes[1] : bytes[2]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_version_rules),
         cmocka_unit_test(test_fused_moe_workspace),
         cmocka_unit_test(test_quantised_weights),
+        cmocka_unit_test(test_sampler_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,14 +113,43 @@ static double moe_layer_peak(const plan_ctx *c, const plan_flags *f)
     return T * 3 * H * c->act_bytes + (shared_mlp > routed ? shared_mlp : routed);
 }
 
+/* vLLM's llama.py MLP (Llama, Mistral) rebinds one name, `x`, to gate_up and then to the
+ * activation, so gate_up is freed before down_proj runs (#10339; taken from 0.6.4, whose
+ * start-ups in vllm#10517 peak that way); Qwen2MLP (Qwen2, Qwen3, the Qwen VL text models)
+ * and others such as Gemma's keep it as `gate_up` until they return. */
+static bool mlp_frees_gate_up(const plan_ctx *c)
+{
+    const char *a = c->m->architecture;
+    return c->r.ver >= 604 &&
+           (strcmp(a, "LlamaForCausalLM") == 0 || strcmp(a, "MistralForCausalLM") == 0);
+}
+
+/* A dense layer's peak. Compiled (V1 with torch.compile): the residual stream and the MLP's
+ * gate_up and activation. Eager (V0's profile run, or --enforce-eager) frees a tensor only
+ * when its last Python name goes: the model loop still holds the layer's input, with the
+ * residual and the normed attention output (the MLP's input, fused_add_rms_norm writes in
+ * place), while the MLP holds gate_up [T, 2I/TP] and the activation [T, I/TP] and down_proj
+ * writes its output [T, H]; on CUDA from 0.6.5 (#10121) the all-reduce at TP > 1 is out of
+ * place (pynccl allocates its output) and that [T, H] is live with the rest. */
+static double dense_layer_peak(const plan_ctx *c, const plan_flags *f)
+{
+    const hbm_plan_model *m = c->m;
+    double T = (double)f->mnbt, H = (double)m->hidden_size;
+    double I = (double)m->intermediate_size / (double)f->tp;
+    if (!c->r.v0 && !f->eager)
+        return T * (3 * I + 3 * H) * c->act_bytes;
+    double reduced = (!c->r.ascend && f->tp > 1 && c->r.ver >= 605) ? H : 0;
+    double down = I + H + reduced;
+    double mlp = mlp_frees_gate_up(c) ? (3 * I > down ? 3 * I : down) : 2 * I + down;
+    return T * (3 * H + mlp) * c->act_bytes;
+}
+
 static int64_t activation(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
-    double T = (double)f->mnbt;
-    double H = (double)m->hidden_size, tp = (double)f->tp;
     double fwd = 0;
     if (m->intermediate_size > 0 && (m->num_experts == 0 || m->first_dense_layers > 0))
-        fwd = T * (3 * (double)m->intermediate_size / tp + 3 * H) * c->act_bytes;
+        fwd = dense_layer_peak(c, f);
     if (m->num_experts > 0) {
         double moe = moe_layer_peak(c, f);
         if (moe > fwd)

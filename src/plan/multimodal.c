@@ -8,7 +8,8 @@
  *              as many such frames as max_model_len holds, at most 32)
  *   budget     encoder cache = max(max_num_batched_tokens, tokens of that item)
  *   items      budget // item tokens, at most max_num_seqs x the modality's limit, >= 1
- *   peak       items x patches x (tensors alive at the vision block's peak) + fp32 pixels
+ *   peak       items x patches x (tensors alive at the vision block's peak + pixels and
+ *              rotary tables)
  *   run        max(encoder peak, language model peak + the encoder outputs it holds) */
 #include <jansson.h>
 #include <math.h>
@@ -114,7 +115,10 @@ static bool read_tower(json_t *root, json_t *vc, plan_mm *mm)
         return false;
     }
     mm->depth = num(vc, "depth", num(vc, "num_hidden_layers", -1));
+    /* transformers' Qwen2-VL / Qwen2.5-VL vision configs default to 16 heads */
+    mm->heads = num(vc, "num_heads", num(vc, "num_attention_heads", 16));
     return sane(mm->hidden, 100000) && sane(mm->intermediate, 1000000) &&
+           sane(mm->heads, mm->hidden) &&
            sane(mm->depth, 1000) && sane(mm->patch, 1000) && sane(mm->merge, 64) &&
            sane(mm->temporal, 64) && sane(mm->channels, 64) && sane(mm->out_hidden, 1000000) &&
            (mm->vit != PLAN_VIT_SIGLIP ||
@@ -372,9 +376,12 @@ static item largest_video(const plan_mm *mm, int64_t seq_len)
 }
 
 /* Tensors of the vision width alive per patch at the block's peak, per rank: the larger of
- * the attention (input, norm, qkv, then for rotary towers the q|k copy and its rotation,
- * which vLLM computed through fp32 copies before 0.12) and the MLP (input and norm, plus
- * the residual pair of Qwen2.5-VL's fused norm, the up projection(s) and the activation). */
+ * the attention and the MLP (input and norm, plus the residual pair of Qwen2.5-VL's fused
+ * norm, the up projection(s) and the activation). The attention holds the input, its norm
+ * and qkv; the rotary towers (qwen2_vl.py, qwen2_5_vl.py Qwen2_5_VisionAttention, which
+ * Qwen3-VL reuses) then copy q, k and v to [b, s] order with .contiguous() and rotate the
+ * q|k concatenation through an fp32 copy into an fp32 output before casting it back; from
+ * 0.12 the reorder is a view and the rotation stays in the model's dtype. */
 static double peak_widths(const plan_mm *mm, int ver, double tp)
 {
     double ratio = (double)mm->intermediate / (double)mm->hidden;
@@ -382,9 +389,22 @@ static double peak_widths(const plan_mm *mm, int ver, double tp)
     if (mm->vit == PLAN_VIT_SIGLIP)
         attn += 1 / tp;
     else
-        attn += (ver < 1200 ? 2 + 4 + 4 + 2 : 2 + 2) / tp;
+        attn += (ver < 1200 ? 3 + 2 + 4 + 4 + 2 : 2 + 2) / tp;
     double mlp = mm->vit == PLAN_VIT_QWEN25 ? 4 + 3 * ratio / tp : 2 + 2 * ratio / tp;
     return attn > mlp ? attn : mlp;
+}
+
+/* Bytes per patch that no block frees: the pixels, which vLLM's processor call casts to
+ * the model's dtype from 0.9.1 (inputs/registry.py call_hf_processor) and which were fp32
+ * before, and for the rotary towers the fp32 angle table (head width / 2 per patch) with
+ * the cos and sin taken of it while a block rotates. */
+static double resident_bytes(const plan_mm *mm, int ver, double act_bytes)
+{
+    double elems = (double)(mm->channels * mm->temporal * mm->patch * mm->patch);
+    double bytes = elems * (ver >= 901 ? act_bytes : 4);
+    if (mm->vit != PLAN_VIT_SIGLIP)
+        bytes += 3 * (double)(mm->hidden / mm->heads / 2) * 4;
+    return bytes;
 }
 
 static void choose_item(const plan_mm *mm, int64_t seq_len, item *it)
@@ -432,8 +452,8 @@ void plan_mm_profile_for(const plan_ctx *c, const plan_flags *f, plan_mm_profile
     /* data mode: items are split among the ranks, each runs the whole tower */
     double tp = mm->data_parallel ? 1 : (double)f->tp;
     int64_t items = mm->data_parallel ? (p->items + f->tp - 1) / f->tp : p->items;
-    double pixels = (double)(mm->channels * mm->temporal * mm->patch * mm->patch) * 4;
-    double per_patch = peak_widths(mm, c->r.ver, tp) * (double)mm->hidden * c->act_bytes + pixels;
+    double per_patch = peak_widths(mm, c->r.ver, tp) * (double)mm->hidden * c->act_bytes +
+                       resident_bytes(mm, c->r.ver, c->act_bytes);
     p->peak = (int64_t)((double)items * (double)it.patches * per_patch);
     p->outputs = p->items * it.embeds * mm->out_hidden * c->act_bytes;
 }

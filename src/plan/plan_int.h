@@ -73,6 +73,7 @@ typedef enum plan_vit {
 typedef struct plan_mm {
     plan_vit vit;
     int64_t depth, hidden, intermediate, patch, merge, temporal, channels;
+    int64_t heads;            /* attention heads (the rotary towers' head width) */
     int64_t image_size;       /* SigLIP: the square input every image is resized to */
     int64_t tokens_per_image; /* SigLIP: mm_tokens_per_image */
     int64_t max_pixels;       /* Qwen: the image processor's (or --mm-processor-kwargs') */

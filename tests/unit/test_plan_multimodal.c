@@ -86,6 +86,34 @@ static void test_profiling_follows_the_limits(void **state)
     hbm_plan_result_free(&text);
 }
 
+/* The encoder's bytes per patch for Qwen2.5-VL-3B's 65,536-patch image (width 1280, head
+ * 80): at 0.11 the attention's 20 widths (input, norm, qkv, the contiguous q, k, v, the q|k
+ * concatenation, its fp32 copy and fp32 rotation, the cast back), the bf16 pixels
+ * (3 x 2 x 14 x 14) and the fp32 angle table with its cos and sin (3 x 40 x 4); before
+ * 0.9.1 the pixels are fp32; from 0.12 the attention keeps 9 widths and the MLP's 12.0
+ * (input, norm, the fused norm's residual pair, gate|up, activation: 4 + 3 x 3420 / 1280)
+ * are the peak. */
+static void test_encoder_peak_per_patch(void **state)
+{
+    (void)state;
+    const char *video_off[] = {"--limit-mm-per-prompt", "{\"image\": 1, \"video\": 0}"};
+    const struct {
+        const char *ver;
+        int64_t per_patch;
+    } want[] = {
+        {"0.11.0", 20 * 2560 + 1176 * 2 + 480},
+        {"0.9.0", 20 * 2560 + 1176 * 4 + 480},
+        {"0.12.0", (4 * 1280 + 3 * 3420) * 2 + 1176 * 2 + 480},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        hbm_plan_result r;
+        plan(&r, QWEN3B, "A100-40G", want[i].ver, video_off[0], video_off[1], NULL);
+        assert_string_equal(r.multimodal.modality, "image");
+        assert_int_equal(r.multimodal.encoder_activation_bytes, 65536 * want[i].per_patch);
+        hbm_plan_result_free(&r);
+    }
+}
+
 /* encoder cache = max(max_num_batched_tokens, the item's tokens); items = budget // item */
 static void test_encoder_cache_budget(void **state)
 {
@@ -235,6 +263,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profiling_follows_the_limits),
+        cmocka_unit_test(test_encoder_peak_per_patch),
         cmocka_unit_test(test_encoder_cache_budget),
         cmocka_unit_test(test_text_only_trap_note),
         cmocka_unit_test(test_processor_kwargs_and_skip),

@@ -9,7 +9,8 @@
  * directory), device (table name) or mem_gib [+ free_gib, platform], engine (default
  * vllm), version, assumed (what the source does not state), args (the engine's flags,
  * one word each), want {tokens, kv_gib, blocks, error}, kv_only (the engine failed after
- * sizing the KV cache: only its figures count), known_miss (why), what}. */
+ * sizing the KV cache: only its figures count), offline (launched as Python's vllm.LLM(...),
+ * whose batch defaults differ from vllm serve's), known_miss (why), what}. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -110,6 +111,7 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
     if (json_is_number(fr))
         in->mem_free_bytes = (int64_t)(json_number_value(fr) * GIB);
     in->vllm_version = str(c, "version");
+    in->llm_class = json_is_true(json_object_get(c, "offline"));
     json_t *args = json_object_get(c, "args");
     *argc = 0;
     size_t i;

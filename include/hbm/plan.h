@@ -225,6 +225,8 @@ typedef struct hbm_plan_input {
                                     Ascend); NULL = newest rules; a release outside the
                                     rules' range is refused */
     const char *served_model;    /* borrowed: model argument as given, for the flag line */
+    bool llm_class;              /* launched as Python's vllm.LLM(...), not vllm serve: vLLM's
+                                    UsageContext.LLM_CLASS batch defaults apply */
     /* flags given that change device memory but are not modelled (static table names);
      * filled by hbm_plan_args_from_argv, named in a note of the result */
     const char *unmodelled[16];

@@ -304,6 +304,9 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "up to 0.10.1 when installed) or torch (later releases, or the log says\n"
                 "\"FlashInfer is not available\"); default the release's",
                 .choices = samplers, .words = "flashinfer torch"),
+        CLI_OPT(CLI_FLAG, "offline", 0, NULL, &in->llm_class,
+                "the launch is Python's vllm.LLM(...), not vllm serve: vLLM's\n"
+                "offline batch defaults (more batched tokens) apply"),
         CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
                 "planning backwards: the cheapest launch (fewest devices, TP before\n"
                 "PP, then the lowest utilisation) that serves N concurrent requests\n"

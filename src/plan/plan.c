@@ -201,6 +201,10 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
         }
     }
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
+    if (c.r.nz_embed_copy && !m->quant_method[0])
+        plan_add_note(res, hbm_xstrdup("310P: weights count each vocabulary table twice, the "
+                                       "loaded one and vllm-ascend's FRACTAL_NZ copy for the "
+                                       "lm_head"));
     if (c.n_lin > 0 && m->linear_num_v_heads <= 0)
         plan_add_note(res, hbm_xstrdup("linear-attention layers without linear_* sizes in the "
                                   "config: their per-request state is not counted"));
@@ -229,7 +233,8 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     }
     bool large = in->large_device && !ascend && !c->r.v0;
     f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
-    int64_t dflt_tokens = large ? 8192 : 2048;
+    /* get_batch_defaults: the Python LLM class batches more than the server (V1) */
+    int64_t dflt_tokens = in->llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
     bool chunked = in->enable_chunked_prefill != 0;
     if (c->r.v0 && in->enable_chunked_prefill < 0)
         chunked = f.mml > 32768; /* V0 turned it on for long contexts only */

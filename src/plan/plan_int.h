@@ -46,6 +46,7 @@ typedef struct plan_rules {
     bool mamba_graph_check; /* max_num_seqs <= blocks for hybrids with full graphs (0.19+) */
     bool kv_halved;       /* vllm-ascend's 310P worker keeps half the budget for workspaces */
     bool others_charged;  /* other processes' memory taken from the budget after the check */
+    bool nz_embed_copy;   /* 310P: each unquantized vocabulary table also kept in FRACTAL_NZ */
 } plan_rules;
 
 /* Effective flags for one evaluation. */
@@ -180,6 +181,8 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f);
 /* What vllm-ascend's worker for the named device changes in those rules (ascend.c);
  * device_name may be NULL (a size given without a device). */
 void plan_ascend_device_rules(plan_rules *r, const char *device_name);
+/* The bytes those rules add to one rank's weights (0 on other devices). */
+int64_t plan_ascend_weights_extra(const plan_ctx *c, const plan_flags *f);
 
 /* Runs the model for one set of flags. */
 void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o);

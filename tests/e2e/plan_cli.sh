@@ -305,4 +305,13 @@ check "mindie: 100 columns" fits_width "$tmp/out"
 hbm plan "$fix/qwen3-14b" --engine mindie --device 910B3 --maxSeqLn 4096 >"$tmp/out" 2>"$tmp/err"
 check "mindie typo: exits 2" test $? -eq 2
 check "mindie typo: suggests" grep -q 'did you mean --maxSeqLen?' "$tmp/err"
+# Python's vllm.LLM(...) batches more tokens than vllm serve; the sampler named is planned
+q=$(hbm plan "$fix/qwen2-7b-instruct" --device A100-80G --vllm-version 0.10.1 --json | jq .max_num_batched_tokens)
+o=$(hbm plan "$fix/qwen2-7b-instruct" --device A100-80G --vllm-version 0.10.1 --offline --json | jq .max_num_batched_tokens)
+check "--offline: vLLM's offline batch (8192 against 2048)" test "$q $o" = "2048 8192"
+a=$(hbm plan "$fix/qwen2-7b-instruct" --device A100-80G --vllm-version 0.10.1 --json | jq .kv_cache_tokens)
+b=$(hbm plan "$fix/qwen2-7b-instruct" --device A100-80G --vllm-version 0.10.1 --sampler torch --json | jq .kv_cache_tokens)
+check "--sampler torch: fewer KV tokens than FlashInfer's" test "$b" -lt "$a"
+hbm plan "$fix/qwen2-7b-instruct" --device A100-80G --sampler fast >/dev/null 2>"$tmp/err"
+check "--sampler fast: exits 2 with the choices" grep -q "want flashinfer or torch" "$tmp/err"
 finish

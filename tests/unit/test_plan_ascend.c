@@ -1,5 +1,6 @@
 /* vllm-ascend's 310P worker (src/plan/ascend.c): the halved budget from 0.15, the second
- * charge of other processes' memory up to 0.22 only, and no change on other chips. */
+ * charge of other processes' memory up to 0.22 only, the FRACTAL_NZ copy of the vocabulary
+ * tables from 0.22, and no change on other chips. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,10 +62,72 @@ static void test_310p_rules_by_release(void **state)
     assert_true(old > fixed + (int64_t)(9 * GIB));
 }
 
+/* One rank's weights for a model on a device at a release (util 0.9, the whole chip). */
+static int64_t weights(const char *model, const char *device, const char *version, int64_t tp)
+{
+    const hbm_plan_device *d = hbm_plan_device_find(device);
+    assert_non_null(d);
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = model;
+    in.device_name = d->name;
+    in.platform = d->platform;
+    in.mem_total_bytes = d->total_bytes;
+    in.vllm_version = version;
+    in.tensor_parallel_size = tp;
+    in.max_model_len = 4096;
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    int64_t w = r.weights_bytes;
+    hbm_plan_result_free(&r);
+    return w;
+}
+
+static void test_310p_vocabulary_held_twice(void **state)
+{
+    (void)state;
+    const char *small = "tests/fixtures/models/qwen3-0.6b", *big = "tests/fixtures/models/qwen3-14b";
+    /* tied: the lm_head is the embedding module, one 151936 x 1024 copy at 2 bytes */
+    assert_int_equal(weights(small, "310P3-48G", "0.22.1", 1) - weights(small, "910B3", "0.22.1", 1),
+                     151936LL * 1024 * 2);
+    /* untied: the embedding and the lm_head each get one; TP splits the rows */
+    assert_int_equal(weights(big, "310P3-48G", "0.23.0", 2) - weights(big, "910B3", "0.23.0", 2),
+                     2LL * (151936 / 2) * 5120 * 2);
+    /* the copy is not read before the 0.22 line */
+    assert_int_equal(weights(small, "310P3-48G", "0.21.0", 1), weights(small, "910B3", "0.21.0", 1));
+}
+
+/* Python's LLM(...) profiles vLLM's offline batch, cut to max_num_seqs x max_model_len. */
+static void test_offline_batch_defaults(void **state)
+{
+    (void)state;
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = "tests/fixtures/models/qwen3-0.6b";
+    in.platform = HBM_PLAN_PLATFORM_ASCEND;
+    in.mem_total_bytes = (int64_t)(43.24 * GIB);
+    in.vllm_version = "0.22.1";
+    in.max_model_len = 4096;
+    int64_t seqs[] = {1, HBM_UNKNOWN}, want[][2] = {{2048, 4096}, {2048, 8192}};
+    for (int k = 0; k < 2; k++)
+        for (int offline = 0; offline < 2; offline++) {
+            in.max_num_seqs = seqs[k];
+            in.llm_class = offline;
+            hbm_plan_result r;
+            hbm_err err = {{0}};
+            assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+            assert_int_equal(r.max_num_batched_tokens, want[k][offline]);
+            hbm_plan_result_free(&r);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_310p_rules_by_release),
+        cmocka_unit_test(test_310p_vocabulary_held_twice),
+        cmocka_unit_test(test_offline_batch_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
  * vllm), version, sampler (torch or flashinfer, as the log says; default the release's),
  * assumed (what the source does not state), args (the engine's flags,
  * one word each), want {tokens, kv_gib, blocks, error}, kv_only (the engine failed after
- * sizing the KV cache: only its figures count), known_miss (why), what}. */
+ * sizing the KV cache: only its figures count), offline (launched as Python's vllm.LLM(...),
+ * whose batch defaults differ from vllm serve's), known_miss (why), what}. */
 #include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
@@ -117,6 +118,7 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
     if (sampler)
         in->sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
                                                  : HBM_PLAN_SAMPLER_FLASHINFER;
+    in->llm_class = json_is_true(json_object_get(c, "offline"));
     json_t *args = json_object_get(c, "args");
     *argc = 0;
     size_t i;

@@ -265,9 +265,9 @@ int hbm_plan_mindie_config_parse(const char *text, size_t len, const char *name,
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return hbm_err_set(err, "%s: not JSON (line %d: %s)", name, je.line, je.text);
+        return hbm_err_set(err, "%s:%d: not JSON: %s", name, je.line, je.text);
     int rc = json_is_object(root) ? read_backend(name, root, in, err)
-                                  : hbm_err_set(err, "%s: not a JSON object", name);
+                                  : hbm_err_set(err, "%s:1: not a JSON object", name);
     json_decref(root);
     return rc;
 }

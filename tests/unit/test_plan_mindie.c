@@ -106,6 +106,10 @@ static void test_config(void **state)
     assert_int_equal(hbm_plan_mindie_config_parse(noback, strlen(noback), "c.json", &in, &err),
                      -1);
     assert_non_null(strstr(err.msg, "BackendConfig is missing"));
+    /* broken JSON: file and line, as every reader says it */
+    const char *cut = "{\"BackendConfig\": {\n  \"ModelDeployConfig\": {\n    \"maxSeqLen\": ,";
+    assert_int_equal(hbm_plan_mindie_config_parse(cut, strlen(cut), "c.json", &in, &err), -1);
+    assert_non_null(strstr(err.msg, "c.json:3: not JSON: "));
 }
 
 /* Defaults: npuMemSize -1 takes 0.8 of the card less weights, warm-up and non-torch. */

@@ -15,7 +15,10 @@
  * layers grew by --lora-extra-vocab-size rows (default 256), padded to 256, with one
  * embeddings tensor per slot. The profile run activates max_loras dummy adapters (built on
  * the CPU and copied into the slots); its only device extra is punica's float32 shrink buffer
- * [slices, tokens, rank] per layer call, and the sampler over the extra vocabulary. */
+ * [slices, tokens, rank] per layer call, and the sampler over the extra vocabulary.
+ * Engine and budget by release: before 0.8 V0 built the slots after measuring the weights,
+ * so the budget left them out (#14450, fixed by #14469 in 0.8.0); 0.8.0-0.8.2 ran LoRA on V0
+ * unless VLLM_USE_V1=1 was set (V1 took it by default from 0.8.3). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,8 @@
 #define LORA_DEFAULT_EXTRA_VOCAB 256
 #define VER_EXPERT_LORA 1101   /* FusedMoE LoRA */
 #define VER_NO_EXTRA_VOCAB 1200
+#define VER_SLOTS_MEASURED 800 /* #14469: the slots inside V0's weight measure */
+#define VER_V1_LORA 803        /* V1 by default for LoRA */
 
 /* The architectures whose embedding_modules name embed_tokens and lm_head (Llama's
  * family: Qwen2/Qwen3, DeepSeek and the MoE models leave it empty). */
@@ -60,7 +65,18 @@ plan_lora plan_lora_for(const hbm_plan_input *in, const hbm_plan_model *m, int v
                                                       : LORA_DEFAULT_EXTRA_VOCAB;
     l.vocab_flag_gone = in->lora_extra_vocab_size >= 0 && ver >= VER_NO_EXTRA_VOCAB;
     l.experts = ver >= VER_EXPERT_LORA;
+    l.v0_engine = ver >= 800 && ver < VER_V1_LORA;
+    l.uncharged = ver < VER_SLOTS_MEASURED;
     return l;
+}
+
+void plan_lora_rules(plan_rules *r, const plan_lora *l)
+{
+    if (!l->on || r->ascend || !l->v0_engine)
+        return;
+    /* V0's worker: the snapshot-based profile of the releases before 0.8 */
+    r->v0 = true;
+    r->snapshot_budget = true;
 }
 
 /* Elements of one slot's lora_a + lora_b. Column: whole input, out_rank = this rank's output. */
@@ -158,6 +174,27 @@ int64_t plan_lora_slot_bytes(const plan_ctx *c, int64_t tp, int64_t pp)
     double per_rank = layers * (double)l->slots / (double)pp +
                       embeddings(l, m, tp) / (pp > 1 ? 2.0 : 1.0);
     return (int64_t)(per_rank * l->dtype_bytes);
+}
+
+int64_t plan_lora_budget_bytes(const plan_ctx *c, int64_t tp, int64_t pp)
+{
+    if (c->lora.uncharged && !c->r.ascend)
+        return 0;
+    return plan_lora_slot_bytes(c, tp, pp);
+}
+
+const char *plan_lora_engine_text(const plan_ctx *c)
+{
+    const plan_lora *l = &c->lora;
+    if (!l->on || c->r.ascend)
+        return "";
+    if (l->uncharged)
+        return "; before 0.8 vLLM builds the slots after measuring the weights, so they are "
+               "not taken from the KV budget (vLLM #14450): keep that much free";
+    if (l->v0_engine)
+        return "; 0.8.0-0.8.2 run LoRA on the V0 engine unless VLLM_USE_V1=1 is set: planned as "
+               "V0";
+    return "";
 }
 
 int64_t plan_lora_forward_bytes(const plan_ctx *c, const plan_flags *f)

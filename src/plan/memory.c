@@ -67,7 +67,7 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
                  (double)(f->tp * f->pp);
     }
     /* LoRA slots are allocated while the model is built (lora.c) */
-    w += (double)plan_lora_slot_bytes(c, f->tp, f->pp);
+    w += (double)plan_lora_budget_bytes(c, f->tp, f->pp);
     w += (double)plan_ascend_weights_extra(c, f);
     return (int64_t)w + plan_draft_weights(c, f);
 }

@@ -201,6 +201,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
         }
     }
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
+    plan_lora_rules(&c.r, &c.lora);
     if (c.r.nz_embed_copy && !m->quant_method[0])
         plan_add_note(res, hbm_xstrdup("310P: weights count each vocabulary table twice, the "
                                        "loaded one and vllm-ascend's FRACTAL_NZ copy for the "
@@ -306,7 +307,7 @@ static char *lora_note(const plan_ctx *c, const hbm_plan_result *res)
     return hbm_xasprintf("LoRA: %lld slot%s of rank %lld (%.2f GiB per rank, %.1f MiB per "
                          "adapter%s%s) in the layers vLLM adapts by default (all linear "
                          "layers%s%s); target modules and --enable-lora-bias not read; CUDA "
-                         "graphs captured as without LoRA",
+                         "graphs captured as without LoRA%s",
                          (long long)l->slots, l->slots == 1 ? "" : "s", (long long)l->rank,
                          (double)res->lora.slot_bytes / GIB_D,
                          (double)res->lora.adapter_bytes / 1048576.0,
@@ -314,7 +315,8 @@ static char *lora_note(const plan_ctx *c, const hbm_plan_result *res)
                          l->embeddings ? ", embedding and lm_head" : "",
                          c->m->num_experts > 0 && !l->experts
                              ? "; routed experts not before 0.11.1"
-                             : "");
+                             : "",
+                         plan_lora_engine_text(c));
 }
 
 /* The assumptions the figures rest on, after the verdict and its advice. */

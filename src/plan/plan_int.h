@@ -126,6 +126,8 @@ typedef struct plan_lora {
     bool vocab_flag_gone; /* --lora-extra-vocab-size given to a release without it */
     bool embeddings;      /* the architecture adapts embed_tokens and lm_head */
     bool experts;         /* routed experts carry slots (FusedMoE LoRA, 0.11.1+) */
+    bool v0_engine;       /* 0.8.0-0.8.2 sent LoRA to V0 (unless VLLM_USE_V1=1) */
+    bool uncharged;       /* before 0.8 the slots were built outside V0's weight measure */
 } plan_lora;
 
 /* What stays fixed while flags vary: the model and the version rules. */
@@ -232,8 +234,15 @@ void plan_mm_notes(const plan_ctx *c, const plan_outcome *o, hbm_plan_result *re
  * the model's run-time dtype width (lora_dtype auto). */
 plan_lora plan_lora_for(const hbm_plan_input *in, const hbm_plan_model *m, int ver,
                         int act_bytes);
+/* The engine rules LoRA changes: V0 for the releases that sent LoRA back to it. */
+void plan_lora_rules(plan_rules *r, const plan_lora *l);
 /* Device bytes per rank of the adapter slots (and extra vocabulary) at TP tp, PP pp. */
 int64_t plan_lora_slot_bytes(const plan_ctx *c, int64_t tp, int64_t pp);
+/* The part of them the KV budget is charged with (none where vLLM did not measure them). */
+int64_t plan_lora_budget_bytes(const plan_ctx *c, int64_t tp, int64_t pp);
+/* What the release does with the slots' engine and budget, as a note's tail ("" when
+ * nothing differs); static. */
+const char *plan_lora_engine_text(const plan_ctx *c);
 /* What the forward of the profile run with dummy adapters adds per rank. */
 int64_t plan_lora_forward_bytes(const plan_ctx *c, const plan_flags *f);
 /* Vocabulary rows added to the logits the sampler sees. */

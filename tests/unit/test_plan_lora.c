@@ -177,6 +177,50 @@ static void test_flags_read(void **state)
     assert_int_equal(in.enable_lora, 0);
 }
 
+/* 0.8.0-0.8.2 sent LoRA back to V0 (V0's defaults: 256 sequences on a large device); from
+ * 0.8.3 V1 takes it */
+static void test_v0_engine_by_release(void **state)
+{
+    (void)state;
+    hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 1);
+    in.vllm_version = "0.8.2";
+    hbm_plan_result r;
+    run(&in, &r);
+    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 256"));
+    hbm_plan_result_free(&r);
+    in.enable_lora = 0;
+    run(&in, &r);
+    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 1024"));
+    hbm_plan_result_free(&r);
+    in.enable_lora = 1;
+    in.vllm_version = "0.8.3";
+    run(&in, &r);
+    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 1024"));
+    hbm_plan_result_free(&r);
+}
+
+/* Before 0.8 V0 built the slots after measuring the weights: more or larger slots left the
+ * blocks unchanged (#14450); from 0.8.0 they come out of the budget */
+static void test_budget_by_release(void **state)
+{
+    (void)state;
+    hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 1);
+    const char *versions[] = {"0.7.3", "0.8.0"};
+    int64_t blocks[2][2];
+    for (int v = 0; v < 2; v++)
+        for (int k = 0; k < 2; k++) {
+            in.vllm_version = versions[v];
+            in.max_loras = k ? 8 : 1;
+            in.max_lora_rank = k ? 64 : 16;
+            hbm_plan_result r;
+            run(&in, &r);
+            blocks[v][k] = r.num_blocks;
+            hbm_plan_result_free(&r);
+        }
+    assert_int_equal(blocks[0][0], blocks[0][1]);
+    assert_true(blocks[1][1] < blocks[1][0]);
+}
+
 /* The plan's JSON names the slots; the flag lines keep the LoRA flags */
 static void test_json_and_flag_line(void **state)
 {
@@ -209,7 +253,8 @@ int main(void)
         cmocka_unit_test(test_slot_bytes_by_hand), cmocka_unit_test(test_tp_sharding),
         cmocka_unit_test(test_scaling),           cmocka_unit_test(test_embeddings_by_release),
         cmocka_unit_test(test_experts_by_release), cmocka_unit_test(test_flags_read),
-        cmocka_unit_test(test_json_and_flag_line),
+        cmocka_unit_test(test_json_and_flag_line), cmocka_unit_test(test_v0_engine_by_release),
+        cmocka_unit_test(test_budget_by_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,9 @@
  *                ceil(min(maxSeqLen, maxInputTokenLen + maxIterTimes) / cacheBlockSize)
  *                blocks (Generator._validate_warmup_memory)
  * The weights, the warm-up's activation peak and the non-torch memory are the shared
- * memory model's (memory.c), run with MindIE's budget rule. */
+ * memory model's (memory.c), run with MindIE's budget rule. Its generator.py at c2ad716 reads the
+ * same budget as total x fraction - (total - free) right after the warm-up: the used memory
+ * is these terms and other processes' memory, with the allocator's kept pool for the peak. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

@@ -3,10 +3,12 @@
  * tables from 0.22, and no change on other chips. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -122,12 +124,42 @@ static void test_offline_batch_defaults(void **state)
         }
 }
 
+/* MoE on vllm-ascend 0.13-0.14: the note that the profile run now samples on top of memory
+ * the rules do not size; not on 0.12 (no sampling) nor on a dense model. */
+static void test_moe_sampling_note(void **state)
+{
+    (void)state;
+    const char *model[] = {"qwen3-next-80b-a3b", "qwen3-next-80b-a3b", "qwen3-0.6b"};
+    const char *ver[] = {"0.13.0", "0.12.0", "0.13.0"};
+    for (int k = 0; k < 3; k++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/fixtures/models/%s", model[k]);
+        hbm_plan_input in;
+        hbm_plan_input_init(&in);
+        in.model_path = path;
+        in.platform = HBM_PLAN_PLATFORM_ASCEND;
+        in.mem_total_bytes = (int64_t)(61.27 * GIB);
+        in.vllm_version = ver[k];
+        in.tensor_parallel_size = 4;
+        in.max_model_len = 4096;
+        hbm_plan_result r;
+        hbm_err err = {{0}};
+        assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+        bool noted = false;
+        for (size_t i = 0; i < r.nnotes; i++)
+            noted |= strstr(r.notes[i], "the profile run samples (#4993)") != NULL;
+        assert_int_equal(noted, k == 0);
+        hbm_plan_result_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_310p_rules_by_release),
         cmocka_unit_test(test_310p_vocabulary_held_twice),
         cmocka_unit_test(test_offline_batch_defaults),
+        cmocka_unit_test(test_moe_sampling_note),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,7 +221,11 @@ double plan_mxfp4_expert_bytes(const hbm_plan_model *m, double inter, double hid
 unsigned plan_quant_skip_of(const char *module)
 {
     /* a module path or a regular expression over them ("model.layers.*.self_attn",
-     * "re:.*mlp.gate$", "lm_head"): the kind of module it names */
+     * "re:.*mlp.gate$", "lm_head"): the kind of module it names in every layer; one
+     * numbered layer's module ("model.layers.0.mlp") is not counted as all of them */
+    const char *layers = strstr(module, "layers.");
+    if (layers && isdigit((unsigned char)layers[7]))
+        return 0;
     if (strstr(module, "attn") || strstr(module, "attention"))
         return HBM_PLAN_QSKIP_ATTN;
     if (strstr(module, "shared_expert"))

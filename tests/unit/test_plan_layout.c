@@ -326,6 +326,12 @@ static void test_quantised_weights(void **state)
                     "[\"re:.*gate_proj.*\",\"re:.*shared_expert.*\"]}");
     assert_int_equal(m.quant_skip, HBM_PLAN_QSKIP_SHARED);
     hbm_plan_model_free(&m);
+    /* one numbered layer's MLP is not every layer's experts */
+    quant_model(&m, ",\"quantization_config\":{\"quant_method\":\"awq\",\"modules_to_not_convert\":"
+                    "[\"model.layers.0.mlp\"]}");
+    assert_int_equal(m.quant_skip, 0);
+    assert_int_equal(m.weights_bytes, all4);
+    hbm_plan_model_free(&m);
 
     /* the published gpt-oss-120b under 0.10.1's Marlin layout, as vLLM logged "Model loading
      * took": 17.22 GiB per rank at TP 4 on A100s (720 rows per rank padded to 768, hidden to

@@ -157,6 +157,10 @@ echo '{"schema": "hbmctl.history/1", "devices": [{"device": "x"}]}' >"$tmp/bad.j
 "$HBMCTL" probe --npd leaking --history "$tmp/bad.json" >"$tmp/leak.out"
 check "leak: a broken history file is Unknown (exit 2) naming it" test $? -eq 2
 check "leak: ... and says where" grep -q "bad.json: devices\[0\]" "$tmp/leak.out"
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' >"$tmp/big.json"
+"$HBMCTL" probe --npd leaking --history "$tmp/big.json" >"$tmp/leak.out"
+check "leak: a history over 1 MiB is Unknown, not read in part" test $? -eq 2
+check "leak: ... saying so" grep -q "big.json: larger than 1048576 bytes" "$tmp/leak.out"
 
 label=nodriver
 export HBMCTL_DCMI_LIB="$tmp/none.so" HBMCTL_NVML_LIB="$tmp/none.so" HBMCTL_NPU_SMI="$tmp/none"

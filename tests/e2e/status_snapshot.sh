@@ -83,8 +83,12 @@ check "cut plan --device auto: a note says partial" \
     test "$(jq '[.notes[]|select(test("^partial input: .*NPU 2"))]|length' <<<"$pj")" = 1
 sed '8s/| 0           0    \/ 0/| 0 | 0    \/ 0/' "$scene" >"$tmp/cols.txt"
 expect_fail "wrong column count" "$tmp/cols.txt" "cols.txt:8: row has 4 cells"
-head -c 65536 /dev/urandom >"$tmp/junk.bin"
+# Binary junk, the same bytes every run: read as a paste, and (with a leading '{') as JSON,
+# whose reader names the column too.
+python3 -c 'import random,sys; r=random.Random(7); sys.stdout.buffer.write(bytes(r.randrange(256) for _ in range(65536)))' >"$tmp/junk.bin"
 expect_fail "binary junk" "$tmp/junk.bin" "junk.bin:[0-9]+: "
+{ printf '{'; cat "$tmp/junk.bin"; } >"$tmp/junk2.bin"
+expect_fail "binary junk after a brace" "$tmp/junk2.bin" "junk2.bin:[0-9]+:[0-9]+: "
 yes 'garbage garbage garbage garbage garbage garbage garbage garbage garbage garbage' | head -c 100000000 >"$tmp/big.txt"
 expect_fail "100 MB of garbage" "$tmp/big.txt" "big.txt:201: no npu-smi table"
 expect_fail "vendor template" "$HBM_SRC/tests/fixtures/npu-smi/vendordoc-950-npu-smi-info-template-placeholders.txt" \

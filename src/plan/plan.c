@@ -366,7 +366,7 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     if (ascend && m->num_experts > 0 && c->r.ver >= 1300 && c->r.ver < 1500)
         plan_add_note(res, hbm_xstrdup("vllm-ascend 0.13-0.14 with MoE: the profile run samples "
                                        "(#4993) on top of device memory these rules do not size "
-                                       "(the MC2 dispatcher's HCCL communicator): the KV cache may "
+                                       "(HCCL communicators, the device context): the KV cache may "
                                        "come out lower than planned (docs/planner.md)"));
     if (c->lora.on)
         plan_add_note(res, lora_note(c, res));

@@ -36,11 +36,6 @@ void plan_ascend_device_rules(plan_rules *r, const char *device_name)
     r->nz_embed_copy = r->ver >= ASCEND_FIRST_310P_NZ_COPY;
 }
 
-static int64_t round_up(int64_t x, int64_t to)
-{
-    return (x + to - 1) / to * to;
-}
-
 /* AscendUnquantizedEmbeddingMethod310 (vllm_ascend/_310p/ops/vocab_parallel_embedding.py),
  * the method of every VocabParallelEmbedding and ParallelLMHead built without a quant
  * config, keeps the loaded ND weight for the embedding lookup and adds weight_nz, a new
@@ -54,6 +49,6 @@ int64_t plan_ascend_weights_extra(const plan_ctx *c, const plan_flags *f)
     if (!c->r.nz_embed_copy || m->quant_method[0] || m->vocab_size <= 0 || f->tp < 1)
         return 0;
     int64_t tables = f->pp > 1 || m->tie_word_embeddings ? 1 : 2;
-    int64_t rows = round_up(round_up(m->vocab_size, VOCAB_PADDING) / f->tp, NZ_FRACTAL);
-    return tables * rows * round_up(m->hidden_size, NZ_FRACTAL) * c->act_bytes;
+    int64_t rows = plan_round_up(plan_round_up(m->vocab_size, VOCAB_PADDING) / f->tp, NZ_FRACTAL);
+    return tables * rows * plan_round_up(m->hidden_size, NZ_FRACTAL) * c->act_bytes;
 }

@@ -13,6 +13,10 @@
 #include "plan/plan_int.h"
 
 #define GIB_D 1073741824.0
+/* Marlin's MoE kernel wants n % 256 and k % 128 (mxfp4.py create_weights): the intermediate
+ * size per rank is rounded up to 128 and the hidden size to 256 */
+#define MXFP4_MARLIN_INTER_ALIGN 128
+#define MXFP4_MARLIN_HIDDEN_ALIGN 256
 
 plan_rules plan_rules_for(int ver, bool ascend)
 {
@@ -56,12 +60,12 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
     if (m->mla)
         w += L * H * (double)(m->kv_lora_rank + m->qk_rope_head_dim) * c->act_bytes *
              (1.0 - 1.0 / (double)f->tp);
-    if (c->mxfp4_pad_inter > 0 && m->expert_params > 0 && !strcasecmp(m->quant_method, "mxfp4")) {
+    if (c->mxfp4_marlin && m->expert_params > 0 && !strcasecmp(m->quant_method, "mxfp4")) {
         /* the checkpoint's experts give way to each rank's padded ones */
-        double moe_layers = (double)(m->num_layers - m->first_dense_layers);
-        double inter = (double)cdiv(cdiv(m->moe_intermediate_size, f->tp), c->mxfp4_pad_inter) *
-                       c->mxfp4_pad_inter;
-        double hidden = (double)cdiv(m->hidden_size, c->mxfp4_pad_hidden) * c->mxfp4_pad_hidden;
+        double moe_layers = (double)plan_moe_layers(m);
+        double inter = (double)plan_round_up(cdiv(m->moe_intermediate_size, f->tp),
+                                             MXFP4_MARLIN_INTER_ALIGN);
+        double hidden = (double)plan_round_up(m->hidden_size, MXFP4_MARLIN_HIDDEN_ALIGN);
         w += plan_mxfp4_expert_bytes(m, inter, hidden, moe_layers / (double)f->pp) -
              plan_mxfp4_expert_bytes(m, (double)m->moe_intermediate_size, H, moe_layers) /
                  (double)(f->tp * f->pp);

@@ -209,6 +209,13 @@ static void estimate_params(hbm_plan_model *m, int64_t *embed_params, param_spli
         (int64_t)(p->attn + p->mlp + p->experts + p->shared + p->router + p->norms + emb + H);
 }
 
+int64_t plan_moe_layers(const hbm_plan_model *m)
+{
+    if (m->num_experts <= 0 || m->num_layers <= m->first_dense_layers)
+        return 0;
+    return m->num_layers - m->first_dense_layers;
+}
+
 double plan_mxfp4_expert_bytes(const hbm_plan_model *m, double inter, double hidden,
                                double layers)
 {
@@ -268,10 +275,7 @@ static void estimate_weights(hbm_plan_model *m)
     if (mxfp4) {
         body += (p.attn + p.mlp + p.shared + p.router) * d +
                 plan_mxfp4_expert_bytes(m, (double)m->moe_intermediate_size,
-                                        (double)m->hidden_size,
-                                        (double)(m->num_layers > m->first_dense_layers
-                                                     ? m->num_layers - m->first_dense_layers
-                                                     : 0));
+                                        (double)m->hidden_size, (double)plan_moe_layers(m));
     } else {
         body += p.attn * (keep & HBM_PLAN_QSKIP_ATTN ? d : per) +
                 p.mlp * (keep & HBM_PLAN_QSKIP_MLP ? d : per) +

@@ -161,25 +161,9 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
 {
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
     plan_ascend_device_rules(&c.r, in->device_name);
-    if (in->sampler != HBM_PLAN_SAMPLER_DEFAULT) {
-        if (c.r.v0 || ascend)
-            plan_add_note(res, hbm_xstrdup("--sampler is about vLLM V1 on CUDA: V0 and "
-                                           "vllm-ascend have their own sampler; ignored"));
-        else {
-            bool fi = in->sampler == HBM_PLAN_SAMPLER_FLASHINFER;
-            c.r.sampler_bytes = fi ? PLAN_SAMPLER_FLASHINFER_BYTES : PLAN_SAMPLER_TORCH_BYTES;
-            plan_add_note(res, hbm_xasprintf("top-k/top-p sampler: %s (%d bytes per row and "
-                                             "vocabulary entry in the profile run)",
-                                             fi ? "FlashInfer's" : "torch's",
-                                             c.r.sampler_bytes));
-        }
-    }
-    if (!ascend) {
-        /* MXFP4 experts in Marlin's layout (n % 256, k % 128): 0.10's choice on every CUDA
-         * card without triton_kernels; Triton's swizzled layout is not modelled */
-        c.mxfp4_pad_inter = 128;
-        c.mxfp4_pad_hidden = 256;
-    }
+    /* Marlin: 0.10's MXFP4 choice on every CUDA card without triton_kernels; Triton's
+     * swizzled layout is not modelled */
+    c.mxfp4_marlin = !ascend;
     c.act_bytes = m->dtype_bytes == 4 ? 2 : m->dtype_bytes;
     c.w_scale = 1.0;
     if (m->dtype_bytes == 4 && !m->weights_estimated)
@@ -202,6 +186,20 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     }
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
     plan_lora_rules(&c.r, &c.lora);
+    /* after the rules LoRA changes: a release that sends LoRA to V0 keeps V0's sampler */
+    if (in->sampler != HBM_PLAN_SAMPLER_DEFAULT) {
+        if (c.r.v0 || ascend)
+            plan_add_note(res, hbm_xstrdup("--sampler is about vLLM V1 on CUDA: V0 and "
+                                           "vllm-ascend have their own sampler; ignored"));
+        else {
+            bool fi = in->sampler == HBM_PLAN_SAMPLER_FLASHINFER;
+            c.r.sampler_bytes = fi ? PLAN_SAMPLER_FLASHINFER_BYTES : PLAN_SAMPLER_TORCH_BYTES;
+            plan_add_note(res, hbm_xasprintf("top-k/top-p sampler: %s (%d bytes per row and "
+                                             "vocabulary entry in the profile run)",
+                                             fi ? "FlashInfer's" : "torch's",
+                                             c.r.sampler_bytes));
+        }
+    }
     if (c.r.nz_embed_copy && !m->quant_method[0])
         plan_add_note(res, hbm_xstrdup("310P: weights count each vocabulary table twice, the "
                                        "loaded one and vllm-ascend's FRACTAL_NZ copy for the "

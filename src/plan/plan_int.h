@@ -140,9 +140,9 @@ typedef struct plan_ctx {
     int64_t n_full, n_slide, n_lin; /* layers of each kind in the model */
     plan_draft draft;  /* speculative decoding (spec.c); all zero without it */
     plan_lora lora;
-    /* vLLM's MXFP4 MoE backend pads each rank's expert matrices (mxfp4.py create_weights):
-     * the intermediate size per rank and the hidden size up to these multiples; 0: none */
-    int mxfp4_pad_inter, mxfp4_pad_hidden;
+    /* vLLM's MXFP4 experts are laid out for Marlin, padded per rank (memory.c); other
+     * engines leave it false */
+    bool mxfp4_marlin;
 } plan_ctx;
 
 /* The caller's input and the model name for flag lines (both borrowed). */
@@ -167,6 +167,14 @@ int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
+
+static inline int64_t plan_round_up(int64_t x, int64_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* Layers with routed experts (those after first_k_dense_replace); 0 for a dense model. */
+int64_t plan_moe_layers(const hbm_plan_model *m);
 
 /* The module kind (HBM_PLAN_QSKIP_*) a quantisation config's module name or pattern
  * names; 0 for embeddings, lm_head and what it does not know. */

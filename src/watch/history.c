@@ -2,7 +2,6 @@
  * interval) keeps its series in a small JSON file, so the step detector sees a staircase
  * that no single run can. */
 #include <errno.h>
-#include <stdbool.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,21 +77,14 @@ int hbm_history_parse(const char *buf, size_t len, hbm_history *h, hbm_err *err)
 int hbm_history_load(const char *path, hbm_history *h, hbm_err *err)
 {
     memset(h, 0, sizeof *h);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return errno == ENOENT ? 0 : hbm_err_set(err, "%s: %s", path, strerror(errno));
+    /* no file yet: the first run */
+    if (access(path, F_OK) < 0 && errno == ENOENT)
+        return 0;
     /* 64 samples per device keep a history far below this: more is not one hbmctl wrote */
-    const size_t max = 1 << 20;
-    char *buf = hbm_xmalloc(max + 1);
-    size_t n = fread(buf, 1, max + 1, f);
-    bool failed = ferror(f);
-    fclose(f);
-    if (failed || n > max) {
-        free(buf);
-        return failed ? hbm_err_set(err, "%s: read error", path)
-                      : hbm_err_set(err, "%s: larger than %zu bytes: not a history hbmctl "
-                                         "wrote", path, max);
-    }
+    char *buf;
+    size_t n;
+    if (hbm_read_file(path, 1 << 20, &buf, &n, err) < 0)
+        return -1;
     int rc = hbm_history_parse(buf, n, h, err);
     free(buf);
     return rc < 0 ? hbm_err_prefix(err, "%s", path) : 0;

@@ -16,26 +16,39 @@
 
 #define GIB 1073741824.0
 
-/* Qwen3-0.6B at utilisation 0.5 on a chip where another process holds free_gib less than
- * the total (issue #14004's launch). */
-static int64_t kv_budget(const char *device, const char *version, double free_gib)
+/* A model at a release on a device of the table, 4096 tokens long, the whole chip. */
+static hbm_plan_input chip_input(const char *model, const char *device, const char *version)
 {
     const hbm_plan_device *d = hbm_plan_device_find(device);
     assert_non_null(d);
     hbm_plan_input in;
     hbm_plan_input_init(&in);
-    in.model_path = "tests/fixtures/models/qwen3-0.6b";
+    in.model_path = model;
     in.device_name = d->name;
     in.platform = d->platform;
     in.mem_total_bytes = d->total_bytes;
-    in.mem_free_bytes = (int64_t)(free_gib * GIB);
     in.vllm_version = version;
     in.max_model_len = 4096;
-    in.max_num_seqs = 1;
-    in.gpu_memory_utilization = 0.5;
+    return in;
+}
+
+static hbm_plan_result plan_ok(const hbm_plan_input *in)
+{
     hbm_plan_result r;
     hbm_err err = {{0}};
-    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    assert_int_equal(hbm_plan_run(in, &r, &err), 0);
+    return r;
+}
+
+/* Qwen3-0.6B at utilisation 0.5 on a chip where another process holds free_gib less than
+ * the total (issue #14004's launch). */
+static int64_t kv_budget(const char *device, const char *version, double free_gib)
+{
+    hbm_plan_input in = chip_input("tests/fixtures/models/qwen3-0.6b", device, version);
+    in.mem_free_bytes = (int64_t)(free_gib * GIB);
+    in.max_num_seqs = 1;
+    in.gpu_memory_utilization = 0.5;
+    hbm_plan_result r = plan_ok(&in);
     int64_t kv = r.kv_cache_bytes;
     hbm_plan_result_free(&r);
     return kv;
@@ -67,20 +80,9 @@ static void test_310p_rules_by_release(void **state)
 /* One rank's weights for a model on a device at a release (util 0.9, the whole chip). */
 static int64_t weights(const char *model, const char *device, const char *version, int64_t tp)
 {
-    const hbm_plan_device *d = hbm_plan_device_find(device);
-    assert_non_null(d);
-    hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    in.model_path = model;
-    in.device_name = d->name;
-    in.platform = d->platform;
-    in.mem_total_bytes = d->total_bytes;
-    in.vllm_version = version;
+    hbm_plan_input in = chip_input(model, device, version);
     in.tensor_parallel_size = tp;
-    in.max_model_len = 4096;
-    hbm_plan_result r;
-    hbm_err err = {{0}};
-    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    hbm_plan_result r = plan_ok(&in);
     int64_t w = r.weights_bytes;
     hbm_plan_result_free(&r);
     return w;
@@ -116,9 +118,7 @@ static void test_offline_batch_defaults(void **state)
         for (int offline = 0; offline < 2; offline++) {
             in.max_num_seqs = seqs[k];
             in.llm_class = offline;
-            hbm_plan_result r;
-            hbm_err err = {{0}};
-            assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+            hbm_plan_result r = plan_ok(&in);
             assert_int_equal(r.max_num_batched_tokens, want[k][offline]);
             hbm_plan_result_free(&r);
         }
@@ -142,9 +142,7 @@ static void test_moe_sampling_note(void **state)
         in.vllm_version = ver[k];
         in.tensor_parallel_size = 4;
         in.max_model_len = 4096;
-        hbm_plan_result r;
-        hbm_err err = {{0}};
-        assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+        hbm_plan_result r = plan_ok(&in);
         bool noted = false;
         for (size_t i = 0; i < r.nnotes; i++)
             noted |= strstr(r.notes[i], "the profile run samples (#4993)") != NULL;

@@ -100,7 +100,7 @@ static bool switch_flag(hbm_plan_input *in, const char *f)
 static bool other_flag(hbm_plan_input *in, const char *a, const char *f, bool has_v)
 {
     bool attached;
-    const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
+    const hbm_plan_flag *fl = plan_flag_find(plan_vllm_flags, a, &attached);
     /* one key of a JSON flag the planner reads whole is not read */
     bool json_key = fl && fl->use == HBM_PLAN_FLAG_MODELLED && strchr(f, '.');
     if (fl && (fl->use == HBM_PLAN_FLAG_UNMODELLED || json_key)) {

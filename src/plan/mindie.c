@@ -332,9 +332,9 @@ static int mindie_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err 
             continue;
         }
         bool attached;
-        const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_MINDIE, a, &attached);
+        const hbm_plan_flag *fl = plan_flag_find(mindie_flags, a, &attached);
         if (!fl) {
-            const char *near = hbm_plan_flag_suggest(HBM_PLAN_ENGINE_MINDIE, a, NULL);
+            const char *near = plan_flag_suggest(mindie_flags, a, NULL);
             return hbm_err_set(err, "%s is not a MindIE config key the planner knows%s%s%s",
                                a, near ? " (did you mean " : "", near ? near : "",
                                near ? "?)" : "");

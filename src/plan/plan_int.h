@@ -287,6 +287,11 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
 /* A flag as typed, up to any '=', with '_' read as '-' ("--max_model_len=8" ->
  * "--max-model-len"), as vLLM reads flag names. */
 void plan_flag_canon(const char *in, char *out, size_t n);
+/* hbm_plan_flag_find and hbm_plan_flag_suggest over one engine's table: an engine's own
+ * reader calls these, so the flag code never needs the engine list (engine.c) above it. */
+const hbm_plan_flag *plan_flag_find(const hbm_plan_flag *table, const char *arg, bool *attached);
+const char *plan_flag_suggest(const hbm_plan_flag *table, const char *arg,
+                              const char *const *extra);
 
 /* What every engine's result carries alike: a note, a failing check (both texts owned by
  * res after the call), and the device facts of in (platform, name, live ids, the

@@ -247,11 +247,11 @@ static int sglang_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err 
             continue;
         }
         bool attached;
-        const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_SGLANG, a, &attached);
+        const hbm_plan_flag *fl = plan_flag_find(sglang_flags, a, &attached);
         if (fl && !strncmp(a, "--no-", 5) && strncmp(fl->name, "--no-", 5))
             fl = NULL; /* vLLM's negated switches: SGLang has none */
         if (!fl) {
-            const char *near = hbm_plan_flag_suggest(HBM_PLAN_ENGINE_SGLANG, a, NULL);
+            const char *near = plan_flag_suggest(sglang_flags, a, NULL);
             return hbm_err_set(err, "%s is not an SGLang flag the planner knows%s%s%s", a,
                                near ? " (did you mean " : "", near ? near : "",
                                near ? "?)" : "");

@@ -1,6 +1,7 @@
 # The end-to-end tests' harness, sourced by every tests/e2e/*.sh (and tests/hw/).
 #
-# Tallying tests: check NAME CMD... records a pass or a failure; finish prints the tally and
+# Tallying tests: check NAME CMD... records a pass or a failure (a failure shows the command,
+# its exit status and output, and the files it read); finish prints the tally and
 # exits non-zero when anything failed; scratch gives a scratch directory and reaps what the
 # test started.
 # Stop-at-first-failure tests (run_*.sh): run_scratch gives a scratch directory $T and
@@ -9,14 +10,35 @@ HBM_PASSED=0
 HBM_FAILED=0
 
 check() {
-    local name=$1
+    local name=$1 out rc
     shift
-    if "$@"; then
+    out=$(mktemp)
+    "$@" >"$out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
         HBM_PASSED=$((HBM_PASSED + 1))
     else
         HBM_FAILED=$((HBM_FAILED + 1))
         echo "FAIL: $name" >&2
+        check_report "$out" "$rc" "$@" >&2
     fi
+    rm -f "$out"
+}
+
+# What a failed check expected and what it got: the command (its arguments are the
+# expectation: a pattern, a value, a bound), its exit status and output, and the head of every
+# file it was given (what the check read).
+check_report() {
+    local out=$1 rc=$2 a
+    shift 2
+    printf '  expected: %s\n' "$(printf '%q ' "$@")"
+    printf '  got: exit %s\n' "$rc"
+    [ -s "$out" ] && sed -n '1,20s/^/  | /p' "$out"
+    for a in "$@"; do
+        [ -f "$a" ] && [ -r "$a" ] || continue
+        printf '  got in %s:\n' "$a"
+        head -c 4096 "$a" | sed -n '1,20s/^/  | /p'
+    done
 }
 
 finish() {

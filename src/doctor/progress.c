@@ -65,7 +65,7 @@ static void stalled_finding(const hbm_progress_server *v, const found *w,
 {
     char line[400];
     hbm_progress_line(e, line, sizeof line);
-    hbm_finding *x = doc_add(out, "server-stalled", HBM_SEV_CRITICAL, HBM_UNKNOWN,
+    hbm_finding *x = doc_add(out, DOC_SERVER_STALLED, HBM_SEV_CRITICAL, HBM_UNKNOWN,
                              "pid %d (%s) at %s is %s", w->pid, w->comm, v->safe, line);
     json_t *ev = x->evidence;
     json_object_set_new(ev, "pid", json_integer(w->pid));
@@ -86,7 +86,7 @@ static void stalled_finding(const hbm_progress_server *v, const found *w,
 static void unknown_finding(const hbm_progress_server *v, const found *w, const char *why,
                             hbm_findings *out)
 {
-    hbm_finding *x = doc_add(out, "server-progress-unknown", HBM_SEV_INFO, HBM_UNKNOWN,
+    hbm_finding *x = doc_add(out, DOC_SERVER_PROGRESS_UNKNOWN, HBM_SEV_INFO, HBM_UNKNOWN,
                              "pid %d (%s) at %s: could not tell whether it makes progress (%s)",
                              w->pid, w->comm, v->safe, why);
     json_object_set_new(x->evidence, "pid", json_integer(w->pid));
@@ -103,8 +103,12 @@ static double tokens_in(const double *first, size_t nfirst, size_t k)
     return k < nfirst ? first[k] : NAN;
 }
 
-void doc_progress_findings(const hbm_obs *obs, double interval_s, hbm_findings *out)
+void doc_check_progress(const doc_ctx *c, hbm_findings *out)
 {
+    const hbm_obs *obs = c->obs;
+    double interval_s = c->opts->progress_interval_s;
+    if (!obs->has_host || interval_s <= 0)
+        return;
     enum { MAX_SERVERS = 32 };
     found who[MAX_SERVERS];
     hbm_progress_servers set;

@@ -110,7 +110,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
     for (size_t i = 0; i < n && devices_known; i++) {
         const hbm_device *d = find_dev(obs, ids[i]);
         if (!d) {
-            hbm_finding *x = doc_add(out, "visible-device-missing", HBM_SEV_WARNING, ids[i],
+            hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICE_MISSING, HBM_SEV_WARNING, ids[i],
                                      "pid %d (%s) was started with visible devices '%s', but "
                                      "device %ld does not exist here",
                                      s->pid, s->comm, v, ids[i]);
@@ -128,7 +128,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
                  p->state != HBM_PID_STUCK && p->state != HBM_PID_ZOMBIE))
                 continue;
             char sz[32];
-            hbm_finding *x = doc_add(out, "visible-device-busy", HBM_SEV_WARNING, ids[i],
+            hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICE_BUSY, HBM_SEV_WARNING, ids[i],
                                      "pid %d (%s) was given device %ld, which pid %lld (%s) "
                                      "outside its process tree also uses (%s)", s->pid,
                                      s->comm, ids[i], (long long)p->pid, p->name,
@@ -149,7 +149,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
     long pp = doc_arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
     if (n > 0 && (long)n != tp * pp) {
         bool too_few = (long)n < tp * pp;
-        hbm_finding *x = doc_add(out, "visible-devices-tp-mismatch",
+        hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICES_TP_MISMATCH,
                                  too_few ? HBM_SEV_WARNING : HBM_SEV_INFO, HBM_UNKNOWN,
                                  "pid %d (%s): %zu visible device%s '%s' for tensor parallel "
                                  "%ld x pipeline parallel %ld", s->pid, s->comm, n,
@@ -188,7 +188,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
     double age = doc_age(obs, s, obs->captured_at);
     hbm_finding *x;
     if (other && other->pid > 0) {
-        x = doc_add(out, "port-held-by-other", HBM_SEV_WARNING, HBM_UNKNOWN,
+        x = doc_add(out, DOC_PORT_HELD_BY_OTHER, HBM_SEV_WARNING, HBM_UNKNOWN,
                     "pid %d (%s) was told --port %ld, but pid %d listens there", s->pid,
                     s->comm, port, other->pid);
         json_object_set_new(x->evidence, "listener_pid", json_integer(other->pid));
@@ -198,7 +198,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
         /* Listening, owner not visible (another namespace or no permission). */
         return;
     } else {
-        x = doc_add(out, "port-not-listening", HBM_SEV_WARNING, HBM_UNKNOWN,
+        x = doc_add(out, DOC_PORT_NOT_LISTENING, HBM_SEV_WARNING, HBM_UNKNOWN,
                     "pid %d (%s) was told --port %ld, and nothing listens on it", s->pid,
                     s->comm, port);
         doc_remedy(x, "A server still loading weights listens only when ready (age below). "
@@ -227,8 +227,11 @@ static bool orphaned_worker(const hbm_obs *obs, const hbm_hproc *s)
     return false;
 }
 
-void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
+void doc_check_servers(const doc_ctx *c, hbm_findings *out)
 {
+    const hbm_obs *obs = c->obs;
+    if (!obs->has_host)
+        return;
     for (size_t i = 0; i < obs->host.nprocs; i++) {
         const hbm_hproc *s = &obs->host.procs[i];
         if (!doc_is_server(s) || doc_parent_is_server(obs, s))

@@ -509,6 +509,27 @@ static void test_clean_host(void **state)
     hbm_obs_free(&obs);
 }
 
+/* Every value of the rule enum has its registry entry filled in (a designated initializer
+ * left out would leave a hole of NULLs the length check cannot see), ids unique. */
+static void test_registry_complete(void **state)
+{
+    (void)state;
+    size_t n = hbm_doctor_nrules();
+    assert_true(n >= 19);
+    for (size_t i = 0; i < n; i++) {
+        const hbm_doctor_rule *r = hbm_doctor_rule_at(i);
+        assert_non_null(r->id);
+        assert_non_null(r->severity);
+        assert_non_null(r->when);
+        assert_non_null(r->evidence);
+        assert_non_null(r->remedy);
+        assert_non_null(r->clean);
+        for (size_t k = 0; k < i; k++)
+            assert_string_not_equal(hbm_doctor_rule_at(k)->id, r->id);
+    }
+    assert_null(hbm_doctor_rule_at(n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_orphaned_worker_port),
         cmocka_unit_test(test_no_device_source),
         cmocka_unit_test(test_clean_host),
+        cmocka_unit_test(test_registry_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

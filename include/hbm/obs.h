@@ -95,8 +95,14 @@ typedef struct hbm_device {
     bool procs_known;     /* false when the source had no process table for it */
     bool procs_truncated; /* npu-smi prints at most 8 per chip: a full list may be cut */
 
+    /* What the verdict decided, read by every consumer (doctor, exporter, probe, Slurm)
+     * instead of judging again: */
     hbm_verdict verdict;
     char reason[400];
+    int64_t baseline_bytes;    /* the idle baseline it compared with (refined by idle peer
+                                * chips), HBM_UNKNOWN when the chip has none */
+    int64_t unaccounted_bytes; /* used minus the listed processes' memory, HBM_UNKNOWN when
+                                * memory use is unknown */
 } hbm_device;
 
 typedef struct hbm_obs {
@@ -148,8 +154,5 @@ hbm_link hbm_link_parse(const char *word);
 const char *hbm_pid_state_name(hbm_pid_state s);
 /* The visible-device variable of a vendor: ASCEND_RT_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES. */
 const char *hbm_vendor_visible_env(hbm_vendor v);
-
-/* Memory not held by any listed process: used - sum(process memory), HBM_UNKNOWN if unknown. */
-int64_t hbm_device_unaccounted_bytes(const hbm_device *dev);
 
 #endif

@@ -268,7 +268,7 @@ static void npd_cause(npd_check c, const hbm_device *d, const npd_leaks *l, char
         return;
     }
     if (c == NPD_UNACCOUNTED) {
-        hbm_fmt_size(sz, sizeof sz, hbm_device_unaccounted_bytes(d));
+        hbm_fmt_size(sz, sizeof sz, d->unaccounted_bytes);
         snprintf(buf, n, "%s held by no process", sz);
         return;
     }

@@ -36,6 +36,7 @@ hbm_device *hbm_obs_add_device(hbm_obs *obs, hbm_vendor vendor)
     d->memory_used_bytes = d->memory_total_bytes = d->memory_reserved_bytes = HBM_UNKNOWN;
     d->hugepages_used = d->hugepages_total = HBM_UNKNOWN;
     d->ddr_used_bytes = d->ddr_total_bytes = HBM_UNKNOWN;
+    d->baseline_bytes = d->unaccounted_bytes = HBM_UNKNOWN;
     d->healthy = true;
     /* A topology matrix sized for fewer devices no longer fits. */
     free(obs->topo);
@@ -157,15 +158,4 @@ const char *hbm_pid_state_name(hbm_pid_state s)
     case HBM_PID_ABANDONED: return "abandoned";
     default: return "unchecked";
     }
-}
-
-int64_t hbm_device_unaccounted_bytes(const hbm_device *dev)
-{
-    if (dev->memory_used_bytes < 0)
-        return HBM_UNKNOWN;
-    int64_t held = 0;
-    for (size_t i = 0; i < dev->nprocs; i++)
-        if (dev->procs[i].memory_bytes > 0)
-            held += dev->procs[i].memory_bytes;
-    return dev->memory_used_bytes > held ? dev->memory_used_bytes - held : 0;
 }

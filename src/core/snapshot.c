@@ -563,6 +563,8 @@ static const field device_fields[] = {
     FLD(hbm_device, "mig", F_STR, mig),
     CUSTOM("verdict", put_verdict, NULL), /* verdicts are judged again on reading */
     FLDF(hbm_device, "reason", F_STRZ, F_OUT, reason),
+    FLDF(hbm_device, "baseline_bytes", F_I64, F_OUT, baseline_bytes),
+    FLDF(hbm_device, "unaccounted_bytes", F_I64, F_OUT, unaccounted_bytes),
     FLD(hbm_device, "processes_known", F_BOOL, procs_known),
     FLD(hbm_device, "processes_truncated", F_BOOL, procs_truncated),
     LIST("processes", device_procs),

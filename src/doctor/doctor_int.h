@@ -50,6 +50,8 @@ doc_check doc_check_progress; /* progress.c */
  * when every check has run); the pointer is valid until the next add. */
 hbm_finding *doc_add(hbm_findings *f, enum doc_rule r, hbm_severity sev, int64_t device,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* clean's action for a holder: SIGTERM, the grace period, SIGKILL, bound to its start time. */
+void doc_kill_action(hbm_finding *x, const hbm_hproc *hp);
 void doc_remedy(hbm_finding *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* JSON integer, or null for an unknown (negative) value. */
 json_t *doc_jint(int64_t v);

@@ -29,6 +29,15 @@ hbm_finding *doc_add(hbm_findings *f, enum doc_rule r, hbm_severity sev, int64_t
     return x;
 }
 
+void doc_kill_action(hbm_finding *x, const hbm_hproc *hp)
+{
+    x->action.kind = HBM_ACT_KILL;
+    x->action.pid = hp->pid;
+    x->action.starttime = hp->starttime;
+    snprintf(x->action.text, sizeof x->action.text,
+             "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid, hp->comm);
+}
+
 void doc_remedy(hbm_finding *x, const char *fmt, ...)
 {
     va_list ap;

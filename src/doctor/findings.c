@@ -163,14 +163,8 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns the memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");
-            if (hp) {
-                x->action.kind = HBM_ACT_KILL;
-                x->action.pid = hp->pid;
-                x->action.starttime = hp->starttime;
-                snprintf(x->action.text, sizeof x->action.text,
-                         "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid,
-                         hp->comm);
-            }
+            if (hp)
+                doc_kill_action(x, hp);
         } else if (p->state == HBM_PID_ZOMBIE) {
             x = doc_add(out, DOC_ZOMBIE_HOLDER, HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is a zombie; the driver still counts %s for it",
@@ -218,20 +212,15 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
             pos += (size_t)snprintf(files + pos, sizeof files - pos, "%s%s", k ? ", " : "",
                                     hp->dev_paths[k]);
         hbm_finding *x = NULL;
-        if (hp->state == 'D') {
-            p.state = HBM_PID_STUCK;
+        p.state = hbm_verdict_process_state(h, hp, p.state_why, sizeof p.state_why);
+        if (p.state == HBM_PID_STUCK) {
             x = doc_add(out, DOC_STUCK_HOLDER, HBM_SEV_CRITICAL, HBM_UNKNOWN,
                         "pid %d (%s) holds %s and is stuck in the kernel (D state%s%s)",
                         hp->pid, hp->comm, files, hp->wchan[0] ? " at " : "", hp->wchan);
             doc_remedy(x, "No signal ends a process in uninterruptible sleep until its kernel "
                           "call returns. Wait, check dmesg for driver errors; if it never "
                           "returns, reset the device with the vendor tool or reboot.");
-        } else if ((hp->cgroup_gone && hp->ppid <= 1) ||
-                   (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp))) {
-            p.state = HBM_PID_ABANDONED;
-            snprintf(p.state_why, sizeof p.state_why, "%s",
-                     hp->cgroup_gone ? "its container's cgroup is gone and its parent is init"
-                                     : "a server's worker whose server has exited (ppid 1)");
+        } else if (p.state == HBM_PID_ABANDONED) {
             x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, HBM_UNKNOWN,
                         "pid %d (%s)%s holds %s and the process that started it is gone "
                         "(device memory unknown: no device source)", hp->pid, hp->comm,
@@ -239,11 +228,7 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns its memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");
-            x->action.kind = HBM_ACT_KILL;
-            x->action.pid = hp->pid;
-            x->action.starttime = hp->starttime;
-            snprintf(x->action.text, sizeof x->action.text,
-                     "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid, hp->comm);
+            doc_kill_action(x, hp);
         }
         if (!x)
             continue;
@@ -283,8 +268,8 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
     }
 
     if (d->verdict == HBM_VERDICT_UNACCOUNTED) {
-        int64_t base = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
-        int64_t unacc = hbm_device_unaccounted_bytes(d);
+        int64_t base = d->baseline_bytes;
+        int64_t unacc = d->unaccounted_bytes;
         bool sees = obs->has_host && obs->host.sees_host_pids;
         hbm_finding *x = doc_add(out, DOC_UNACCOUNTED_MEMORY, HBM_SEV_WARNING, uid,
                                  "%s: %s used, %s not accounted for by any live process",

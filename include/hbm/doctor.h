@@ -61,10 +61,6 @@ typedef struct hbm_findings {
 typedef struct hbm_doctor_opts {
     double devshm_full_ratio; /* /dev/shm use that counts as nearly full; 0 = 0.90 */
     double now;               /* unix seconds for ages; 0 = obs->captured_at */
-    /* > 0: the /metrics of each inference server found listening on this host is read twice
-     * this many seconds apart (server-stalled); network and waiting, so for live
-     * observations only; 0 = findings stay a pure function of the observation */
-    double progress_interval_s;
 } hbm_doctor_opts;
 
 /* One rule of the registry: a finding doctor can raise, as docs/doctor.md describes it. */
@@ -85,7 +81,8 @@ const hbm_doctor_rule *hbm_doctor_rule_at(size_t i);
  * clean action's kind, null when clean does nothing. */
 json_t *hbm_doctor_rules_json(void);
 
-/* Derives every finding of obs into out (initialised by the call). Never fails. */
+/* Derives every finding of obs (server-stalled from the servers' samples obs carries:
+ * hbm_observe_servers) into out (initialised by the call). Never fails. */
 void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_findings *out);
 void hbm_findings_free(hbm_findings *f);
 

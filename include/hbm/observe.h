@@ -17,6 +17,9 @@ typedef struct hbm_source_opts {
      * devices, backend "none" and the reason in obs->backend_why (doctor, clean,
      * snapshot: host findings matter most when the driver is broken). */
     bool host_only_ok;
+    /* > 0, live only: the inference servers listening here are found and their /metrics
+     * read twice this many seconds apart (obs->servers); 0 = not. */
+    double progress_interval_s;
 } hbm_source_opts;
 
 /* One full observation: devices from the chosen backend (auto: the first live one that
@@ -24,5 +27,10 @@ typedef struct hbm_source_opts {
  * mode with none available it fails, unless opts->host_only_ok (see above).
  * With opts->snapshot set, reads that file instead (snapshot JSON or npu-smi text). */
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err);
+
+/* Finds the inference servers listening on this host (obs's host facts) and reads each
+ * one's /metrics twice, interval_s apart, into obs->servers: network and a wait, so it runs
+ * only when asked. */
+void hbm_observe_servers(hbm_obs *obs, double interval_s);
 
 #endif

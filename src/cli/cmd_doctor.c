@@ -39,7 +39,8 @@ int cmd_doctor(int argc, char **argv)
 {
     cli_common c;
     cli_common_init(&c);
-    hbm_doctor_opts dopts = {.progress_interval_s = 5};
+    hbm_doctor_opts dopts = {0};
+    c.src.progress_interval_s = 5;
     bool rules = false;
     const cli_opt opts[] = {
         CLI_GROUPS_HERE,
@@ -48,7 +49,7 @@ int cmd_doctor(int argc, char **argv)
                 "remedy, clean action) and exit; observes nothing"),
         CLI_OPT(CLI_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
                 "/dev/shm use that counts as nearly full (default 90%)"),
-        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &dopts.progress_interval_s,
+        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
                 "read the /metrics of each inference server found listening here\n"
                 "twice this far apart (default 5s; 0 = do not): work and no token\n"
                 "in between is server-stalled", .min = 0, .words = "0 1s 5s"),
@@ -75,8 +76,6 @@ int cmd_doctor(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     c.src.host_only_ok = true;
-    if (c.src.snapshot)
-        dopts.progress_interval_s = 0; /* a snapshot's servers are not here to ask */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

@@ -12,6 +12,7 @@ void hbm_obs_init(hbm_obs *obs)
     memset(obs, 0, sizeof *obs);
     snprintf(obs->schema, sizeof obs->schema, "%s", HBM_SNAPSHOT_SCHEMA);
     snprintf(obs->tool_version, sizeof obs->tool_version, "%s", HBM_VERSION);
+    obs->servers_interval_s = NAN;
 }
 
 void hbm_obs_free(hbm_obs *obs)
@@ -22,6 +23,9 @@ void hbm_obs_free(hbm_obs *obs)
     free(obs->topo);
     if (obs->has_host)
         hbm_host_free(&obs->host);
+    for (size_t i = 0; i < obs->nservers; i++)
+        free(obs->servers[i].engines);
+    free(obs->servers);
     memset(obs, 0, sizeof *obs);
 }
 

@@ -59,13 +59,5 @@ const hbm_hproc *doc_find_proc(const hbm_obs *obs, int pid);
 /* Seconds since the process started, -1 unknown. */
 double doc_age(const hbm_obs *obs, const hbm_hproc *p, double now);
 
-/* True for an inference server's process (vLLM, SGLang, MindIE, ...) that is not a zombie. */
-bool doc_is_server(const hbm_hproc *p);
-/* True when the server's parent is a server too (the outermost one carries findings). */
-bool doc_parent_is_server(const hbm_obs *obs, const hbm_hproc *p);
-/* The positive integer value of option a (or b) in a command line, else dflt. */
-long doc_arg_long(const char *cmd, const char *a, const char *b, long dflt);
-/* True when pid is root or one of its descendants among the recorded processes. */
-bool doc_in_tree(const hbm_obs *obs, int root, int pid);
 
 #endif

@@ -129,7 +129,8 @@ static const doc_rule_entry registry[] = {
             .when = "an inference server found listening here (a vLLM, SGLang or MindIE process and "
                     "the listener of its tree on its `--port`, or vLLM's 8000 / SGLang's 30000 "
                     "without one) shows work running or waiting in its `/metrics` and no token "
-                    "between two reads `--progress-interval` apart (default 5 s)",
+                    "between two reads `--progress-interval` apart (default 5 s); a snapshot keeps the "
+                    "two reads, so `doctor --snapshot` replays it",
             .evidence = "pid, url, engine_kind, model, engine, running, waiting, tokens_before, "
                         "tokens_after, seconds_without_token",
             .remedy = "the server answers but does no work: read its log (`hbmctl explain`), restart "

@@ -169,5 +169,6 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         return -1;
     }
     hbm_verdict_apply(obs);
+    hbm_observe_servers(obs, opts->progress_interval_s);
     return 0;
 }

@@ -296,7 +296,8 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "after '--')"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
                 "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
-                "on Ascend; others are refused; default the newest"),
+                "on Ascend; a newer release gets the newest rules (said so), an\n"
+                "older one is refused; default the newest"),
         CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,
                 "the same for the engine --engine names"),
         CLI_OPT(CLI_ENUM, "sampler", 0, "S", &a->sampler,

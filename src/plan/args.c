@@ -52,6 +52,31 @@ int plan_version_parse(const char *s)
     return part[0] * 10000 + part[1] * 100 + part[2];
 }
 
+int plan_release_rules(const char *given, const char *flag, const char *engine, int oldest,
+                       int newest, int *ver, bool *newer, hbm_err *err)
+{
+    *ver = newest;
+    *newer = false;
+    if (!given)
+        return 0;
+    int v = plan_version_parse(given);
+    if (v < 0)
+        return hbm_err_set(err, "%s: \"%s\" is not a version like %d.%d.0", flag, given,
+                           newest / 10000, newest / 100 % 100);
+    /* an older release is refused, not clamped: another release's rules would give figures
+     * that look exact for a start-up whose rules were never read */
+    if (v < oldest)
+        return hbm_err_set(err, "%s: %s %s is older than the releases the rules know (%d.%d.0 "
+                                "to %d.%d.x, and any newer one with the newest rules)",
+                           flag, engine, given, oldest / 10000, oldest / 100 % 100,
+                           newest / 10000, newest / 100 % 100);
+    if (v / 100 > newest / 100)
+        *newer = true;
+    else
+        *ver = v;
+    return 0;
+}
+
 static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err)
 {
     char *end;

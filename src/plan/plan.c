@@ -133,28 +133,6 @@ static char *served_model(const hbm_plan_input *in, const hbm_plan_model *m,
     return hbm_xstrdup("MODEL");
 }
 
-/* The rules' release: the newest unless --vllm-version names one they know. */
-static int rules_version(const hbm_plan_input *in, bool ascend, int *ver, hbm_err *err)
-{
-    *ver = PLAN_VERSION_NEWEST;
-    if (!in->vllm_version)
-        return 0;
-    *ver = plan_version_parse(in->vllm_version);
-    if (*ver < 0)
-        return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
-                           in->vllm_version);
-    /* refused, not clamped: another release's rules would give figures that look
-     * exact for a release whose start-up nobody has read */
-    int oldest = ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA;
-    if (*ver < oldest || *ver > PLAN_VERSION_LAST)
-        return hbm_err_set(err, "--vllm-version: %s %s is outside the releases the rules "
-                                "know (%d.%d.0 to %d.%d.x)",
-                           ascend ? "vllm-ascend" : "vLLM", in->vllm_version, oldest / 10000,
-                           oldest / 100 % 100, PLAN_VERSION_NEWEST / 10000,
-                           PLAN_VERSION_NEWEST / 100 % 100);
-    return 0;
-}
-
 /* The model as the rules see it: byte widths and the layers of each kind. */
 static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, bool ascend,
                           hbm_plan_result *res)
@@ -259,7 +237,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
 
 /* The figures of the outcome and what they rest on, into the result. */
 static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const plan_outcome *o,
-                         int ver, hbm_plan_result *res)
+                         hbm_plan_result *res)
 {
     res->fits = o->fits;
     res->weights_bytes = o->weights;
@@ -288,8 +266,6 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
     res->kv_dtype_bytes = f->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
-    snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", ver / 10000,
-             ver / 100 % 100, ver % 100);
     plan_fill_device(in, res);
 }
 
@@ -324,11 +300,7 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     const hbm_plan_model *m = c->m;
     if (in->live_partial)
         plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
-    if (m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters%s%s)",
-                                    (double)m->params_estimated / 1e9,
-                                    m->quant_method[0] ? ", " : "", m->quant_method));
+    plan_model_notes(m, res);
     if (c->r.precheck && f->free < 0)
         plan_add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));
@@ -386,8 +358,13 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     hbm_plan_model *m = &res->model;
     bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
     int ver;
-    if (rules_version(in, ascend, &ver, err) < 0)
+    bool newer;
+    const char *engine = ascend ? "vllm-ascend" : "vLLM";
+    if (plan_release_rules(in->vllm_version, "--vllm-version", engine,
+                           ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA,
+                           PLAN_VERSION_NEWEST, &ver, &newer, err) < 0)
         return -1;
+    plan_release_record(res, engine, in->vllm_version, ver, newer);
     plan_mm mm;
     if (plan_mm_load(in->model_path, in, &mm, err) < 0)
         return -1;
@@ -403,7 +380,7 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
         return -1;
     plan_outcome o;
     plan_evaluate(&c, &f, &o);
-    fill_figures(in, &f, &o, ver, res);
+    fill_figures(in, &f, &o, res);
     if (c.mm)
         plan_mm_result(&c, &f, &o, res);
     plan_lora_fill(&c, &f, &res->lora);

@@ -25,7 +25,18 @@ int plan_version_parse(const char *s);
  * and vllm-ascend 0.7.0 (its first releases) up to any patch release of the newest minor. */
 #define PLAN_VERSION_OLDEST_CUDA 600
 #define PLAN_VERSION_OLDEST_ASCEND 700
-#define PLAN_VERSION_LAST (PLAN_VERSION_NEWEST + 99)
+
+/* The rules' release for the engine release `given` (NULL: the newest) in *ver. A release
+ * newer than `newest`'s minor is planned with the newest rules and *newer says so: most
+ * start-ups run a release newer than the last one whose code was read, and refusing them
+ * plans nothing. An unparsable release, or one older than `oldest`, is an error naming
+ * `flag`; `engine` is the engine's name in the message ("vLLM", "SGLang"). */
+int plan_release_rules(const char *given, const char *flag, const char *engine, int oldest,
+                       int newest, int *ver, bool *newer, hbm_err *err);
+/* Records the rules used in res (vllm_version, rules_version, engine_version, rules_newer)
+ * and, for a newer release, a note that says so. */
+void plan_release_record(hbm_plan_result *res, const char *engine, const char *given, int ver,
+                         bool newer);
 
 /* ---- the memory model (memory.c), used by plan.c (prediction) and advise.c (changes) ---- */
 
@@ -292,6 +303,8 @@ void plan_flag_canon(const char *in, char *out, size_t n);
  * res after the call), and the device facts of in (platform, name, live ids, the
  * visible-device variable). */
 void plan_add_note(hbm_plan_result *res, char *text);
+/* The notes on what the model's figures rest on: weights estimated, a generic decoder. */
+void plan_model_notes(const hbm_plan_model *m, hbm_plan_result *res);
 void plan_add_error(hbm_plan_result *res, const char *kind, char *msg);
 void plan_fill_device(const hbm_plan_input *in, hbm_plan_result *res);
 

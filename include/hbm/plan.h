@@ -423,6 +423,7 @@ typedef struct hbm_plan_result {
     char rules_version[16];   /* rules used, by that name for every engine */
     char engine_version[24];  /* the release given (--vllm-version, --engine-version); "" */
     bool rules_newer;         /* it is newer than the rules: planned with the newest */
+    bool model_runner_v2;     /* vLLM's Model Runner V2 runs the model (its profile rules) */
     hbm_plan_platform platform;
     char device_name[64];
     bool live;

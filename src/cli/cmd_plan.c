@@ -295,7 +295,7 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 "keys as flags: --npuMemSize, --maxSeqLen, ...; its config.json\n"
                 "after '--')"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
-                "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
+                "rules of that release: vLLM 0.6.0-0.29.x, vllm-ascend 0.7.0-0.29.x\n"
                 "on Ascend; a newer release gets the newest rules (said so), an\n"
                 "older one is refused; default the newest"),
         CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,

@@ -139,6 +139,7 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
 {
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
     plan_ascend_device_rules(&c.r, in->device_name);
+    plan_mrv2_rules(&c.r, m);
     /* Marlin: 0.10's MXFP4 choice on every CUDA card without triton_kernels; Triton's
      * swizzled layout is not modelled */
     c.mxfp4_marlin = !ascend;
@@ -301,6 +302,15 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     if (in->live_partial)
         plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
     plan_model_notes(m, res);
+    if (c->r.mrv2)
+        plan_add_note(res, hbm_xasprintf(
+            "Model Runner V2 (vLLM's default for this model in %s): its profile samples %lld "
+            "rows of the vocabulary%s without top-k/top-p; CUDA graphs %s",
+            res->vllm_version, (long long)res->sampler_rows,
+            c->r.sampler_sharded ? " per rank (the batch is sharded over TP)" : "",
+            c->r.graph_in_budget ? "are profiled into the budget"
+                                 : "are captured after the budget (its graph profile "
+                                   "returned 0 before 0.29)"));
     if (c->r.precheck && f->free < 0)
         plan_add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));
@@ -381,6 +391,9 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     plan_outcome o;
     plan_evaluate(&c, &f, &o);
     fill_figures(in, &f, &o, res);
+    res->model_runner_v2 = c.r.mrv2;
+    if (c.r.sampler_sharded)
+        res->sampler_rows = (res->sampler_rows + f.tp - 1) / f.tp;
     if (c.mm)
         plan_mm_result(&c, &f, &o, res);
     plan_lora_fill(&c, &f, &res->lora);

@@ -20,7 +20,7 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
 
 /* vLLM version as major*10000 + minor*100 + patch; -1 when unparsable. */
 int plan_version_parse(const char *s);
-#define PLAN_VERSION_NEWEST 2300 /* 0.23.0: the newest release the rules know */
+#define PLAN_VERSION_NEWEST 2900 /* 0.29.0: the newest release the rules know */
 /* The releases the rules know: vLLM 0.6.0 (V0's profile-run budget, research/vllm-memory.md)
  * and vllm-ascend 0.7.0 (its first releases) up to any patch release of the newest minor. */
 #define PLAN_VERSION_OLDEST_CUDA 600
@@ -58,6 +58,8 @@ typedef struct plan_rules {
     bool kv_halved;       /* vllm-ascend's 310P worker keeps half the budget for workspaces */
     bool others_charged;  /* other processes' memory taken from the budget after the check */
     bool nz_embed_copy;   /* 310P: each unquantized vocabulary table also kept in FRACTAL_NZ */
+    bool mrv2;            /* Model Runner V2 runs this model (plan_mrv2_rules) */
+    bool sampler_sharded; /* the dummy sampler's rows are split over the TP ranks (0.29) */
 } plan_rules;
 
 /* Effective flags for one evaluation. */
@@ -175,9 +177,17 @@ int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
  * int64 indices, softmax, cumsum, scatter, probabilities and the exponential draw). */
 #define PLAN_SAMPLER_FLASHINFER_BYTES 10
 #define PLAN_SAMPLER_TORCH_BYTES 38
+/* Model Runner V2's dummy sampler (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run,
+ * sample/sampler.py): the bf16 logits and their fp32 copy; its profile skips top-k/top-p
+ * (no request in it asks for them) and the Gumbel draw is one Triton kernel */
+#define PLAN_SAMPLER_MRV2_BYTES 6
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
+/* Whether vLLM's default runner for model m on these rules is Model Runner V2, and what
+ * that changes: its dummy sampler, graphs outside the budget before 0.29, the sampler
+ * sharded over TP from 0.29. */
+void plan_mrv2_rules(plan_rules *r, const hbm_plan_model *m);
 
 static inline int64_t plan_round_up(int64_t x, int64_t to)
 {

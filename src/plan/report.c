@@ -142,6 +142,10 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "engine_version",
                         r->engine_version[0] ? json_string(r->engine_version) : json_null());
     json_object_set_new(j, "rules_newer", json_boolean(r->rules_newer));
+    json_object_set_new(j, "model_runner",
+                        r->engine == HBM_PLAN_ENGINE_VLLM && r->platform != HBM_PLAN_PLATFORM_ASCEND
+                            ? json_string(r->model_runner_v2 ? "v2" : "v1")
+                            : json_null());
     json_object_set_new(j, "platform", json_string(r->platform == HBM_PLAN_PLATFORM_ASCEND
                                                        ? "ascend"
                                                        : r->platform == HBM_PLAN_PLATFORM_CUDA

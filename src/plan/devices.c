@@ -11,19 +11,25 @@
 
 #define GIB(x) ((int64_t)((x) * 1073741824.0 + 0.5))
 
+/* What vllm-ascend prints as `total memory` (torch.npu.mem_get_info) on every 64 GB Atlas
+ * A2 log read (vllm-ascend#6250, #4594, #2667 within 12 MiB); torch_npu's OOM text says
+ * "61.27 GiB total capacity" on some hosts, but the budget is taken from mem_get_info */
+#define A2_64G_TOTAL 65452113920LL
+#define A2_64G_SOURCE "vllm-ascend logs (#6250, #4594): total memory 65,452,113,920 B (60.96 GiB)"
+
 static const hbm_plan_device table[] = {
-    {"910B1", "Ascend910B1", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
-    {"910B2", "Ascend910B2,910B2C", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
-    {"910B3", "Ascend910B3,910B", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
+    {"910B1", "Ascend910B1", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false, A2_64G_SOURCE},
+    {"910B2", "Ascend910B2,910B2C", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     A2_64G_SOURCE},
+    {"910B3", "Ascend910B3,910B", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     A2_64G_SOURCE},
     {"910B4", "Ascend910B4", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "memory the framework sees on a 32 GB 910B4: 29.49 GiB"},
-    {"910B4-1", "Ascend910B4-1,910B4-64G", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "estimate: 64 GB HBM as the other 64 GB Atlas A2 chips (61.27 GiB)"},
+    {"910B4-1", "Ascend910B4-1,910B4-64G", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     "estimate: 64 GB HBM as the other 64 GB Atlas A2 chips (60.96 GiB)"},
     {"910C", "A3,AtlasA3,Ascend910C,910_93,Ascend910_93", HBM_PLAN_PLATFORM_ASCEND,
-     GIB(61.27), false, "estimate: 64 GB HBM per die, as the 64 GB Atlas A2 chips"},
+     A2_64G_TOTAL, false,
+     "vllm-ascend#5020 on an Atlas A3 die: total memory 65,452,113,920 B, as the A2 chips"},
     {"910", "Ascend910,910A,910ProB", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "estimate: 32 GB HBM less the 2.51 GiB runtime share seen on the 910B4"},
     {"310P3", "Ascend310P3,310P,300IPro,300VPro,310P3-24G", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12),

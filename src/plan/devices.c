@@ -55,6 +55,9 @@ static const hbm_plan_device table[] = {
      "PyTorch OOM text on 8x B200: total capacity of 178.35 GiB"},
     {"MI300X", "InstinctMI300X,AMDInstinctMI300X,MI300X-192G", HBM_PLAN_PLATFORM_CUDA,
      GIB(191.98), true, "PyTorch (ROCm) OOM text: HIP ... total capacity of 191.98 GiB"},
+    {"MI355X", "InstinctMI355X,AMDInstinctMI355X,MI355X-288G", HBM_PLAN_PLATFORM_CUDA,
+     GIB(288.0), true,
+     "vLLM on ROCm requests 273.6 GiB at utilisation 0.95 (SemiAnalysisAI/InferenceX#2522)"},
     {"L40S", "L40S-48G,L40", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
      "PyTorch OOM text: total capacity of 44.42 GiB (8x L40S)"},
     {"L20", "L20-48G", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
@@ -63,6 +66,15 @@ static const hbm_plan_device table[] = {
      GIB(44.43), false, "PyTorch OOM text: total capacity of 44.43 GiB (MTVCrafter#21)"},
     {"L4", "L4-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.03), false,
      "PyTorch OOM text: total capacity of 22.03 GiB on an L4 (evo2#190)"},
+    {"RTXPRO6000", "RTXPRO6000Blackwell,RTXPRO6000BlackwellServerEdition,"
+     "RTXPRO6000BlackwellWorkstationEdition,PRO6000", HBM_PLAN_PLATFORM_CUDA, GIB(94.97), true,
+     "CUDA total=94.97 GiB on a 96 GB RTX PRO 6000 Blackwell, 97887 MiB in nvidia-smi "
+     "(antirez/ds4#431)"},
+    {"5090", "RTX5090,GeForceRTX5090,5090-32G", HBM_PLAN_PLATFORM_CUDA, GIB(31.40), false,
+     "vLLM pre-check text: Free memory on device (30.5/31.4 GiB) (noonghunna/club-3090#1087)"},
+    {"5080", "RTX5080,GeForceRTX5080,5080-16G", HBM_PLAN_PLATFORM_CUDA, 15816LL << 20, false,
+     "estimate: 16 GB GDDR7 Blackwell, as the RTX 5060 Ti 16 GB's 15816 MiB CUDA-visible "
+     "(Luce-Org/lucebox#407)"},
     {"4090", "RTX4090,GeForceRTX4090,4090-24G", HBM_PLAN_PLATFORM_CUDA, GIB(23.64), false,
      "PyTorch OOM text: total capacity of 23.64 GiB"},
     {"3090", "RTX3090,GeForceRTX3090", HBM_PLAN_PLATFORM_CUDA, GIB(23.58), false,

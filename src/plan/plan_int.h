@@ -179,7 +179,8 @@ int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
 #define PLAN_SAMPLER_TORCH_BYTES 38
 /* Model Runner V2's dummy sampler (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run,
  * sample/sampler.py): the bf16 logits and their fp32 copy; its profile skips top-k/top-p
- * (no request in it asks for them) and the Gumbel draw is one Triton kernel */
+ * (sample/states.py starts every slot at top_k = vocabulary, top_p = 1.0) and the Gumbel
+ * draw is one Triton kernel */
 #define PLAN_SAMPLER_MRV2_BYTES 6
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */

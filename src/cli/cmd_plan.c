@@ -291,7 +291,7 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 .words = "cuda ascend"),
         CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
                 "the serving engine whose start-up is planned: vllm (default) or\n"
-                "sglang (its own flags, SGLang 0.2.0-0.5.x) or mindie (its config\n"
+                "sglang (its own flags, SGLang 0.2.0-0.5.6 rules) or mindie (its config\n"
                 "keys as flags: --npuMemSize, --maxSeqLen, ...; its config.json\n"
                 "after '--')"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,

@@ -52,25 +52,31 @@ int plan_version_parse(const char *s)
     return part[0] * 10000 + part[1] * 100 + part[2];
 }
 
-int plan_release_rules(const char *given, const char *flag, const char *engine, int oldest,
-                       int newest, int *ver, bool *newer, hbm_err *err)
+int plan_release_rules(const char *given, const plan_release *rel, int *ver, bool *newer,
+                       hbm_err *err)
 {
-    *ver = newest;
+    *ver = rel->newest;
     *newer = false;
     if (!given)
         return 0;
     int v = plan_version_parse(given);
     if (v < 0)
-        return hbm_err_set(err, "%s: \"%s\" is not a version like %d.%d.0", flag, given,
-                           newest / 10000, newest / 100 % 100);
+        return hbm_err_set(err, "%s: \"%s\" is not a version like %d.%d.0", rel->flag, given,
+                           rel->newest / 10000, rel->newest / 100 % 100);
+    char last[24];
+    if (rel->by_patch)
+        snprintf(last, sizeof last, "%d.%d.%d", rel->newest / 10000, rel->newest / 100 % 100,
+                 rel->newest % 100);
+    else
+        snprintf(last, sizeof last, "%d.%d.x", rel->newest / 10000, rel->newest / 100 % 100);
     /* an older release is refused, not clamped: another release's rules would give figures
      * that look exact for a start-up whose rules were never read */
-    if (v < oldest)
+    if (v < rel->oldest)
         return hbm_err_set(err, "%s: %s %s is older than the releases the rules know (%d.%d.0 "
-                                "to %d.%d.x, and any newer one with the newest rules)",
-                           flag, engine, given, oldest / 10000, oldest / 100 % 100,
-                           newest / 10000, newest / 100 % 100);
-    if (v / 100 > newest / 100)
+                                "to %s, and any newer one with the newest rules)",
+                           rel->flag, rel->engine, given, rel->oldest / 10000,
+                           rel->oldest / 100 % 100, last);
+    if (rel->by_patch ? v > rel->newest : v / 100 > rel->newest / 100)
         *newer = true;
     else
         *ver = v;

@@ -369,12 +369,12 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
     int ver;
     bool newer;
-    const char *engine = ascend ? "vllm-ascend" : "vLLM";
-    if (plan_release_rules(in->vllm_version, "--vllm-version", engine,
-                           ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA,
-                           PLAN_VERSION_NEWEST, &ver, &newer, err) < 0)
+    const plan_release rel = {"--vllm-version", ascend ? "vllm-ascend" : "vLLM",
+                              ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA,
+                              PLAN_VERSION_NEWEST, false};
+    if (plan_release_rules(in->vllm_version, &rel, &ver, &newer, err) < 0)
         return -1;
-    plan_release_record(res, engine, in->vllm_version, ver, newer);
+    plan_release_record(res, rel.engine, in->vllm_version, ver, newer);
     plan_mm mm;
     if (plan_mm_load(in->model_path, in, &mm, err) < 0)
         return -1;

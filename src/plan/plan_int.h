@@ -26,13 +26,21 @@ int plan_version_parse(const char *s);
 #define PLAN_VERSION_OLDEST_CUDA 600
 #define PLAN_VERSION_OLDEST_ASCEND 700
 
+/* The releases one engine's rules know: `oldest` to `newest` (major*10000 + minor*100 +
+ * patch); by_patch: patch releases change the rules (SGLang's defaults do), so a later patch
+ * is newer; else any patch of the newest minor is known. */
+typedef struct plan_release {
+    const char *flag;   /* "--vllm-version" */
+    const char *engine; /* "vLLM", "SGLang": in messages */
+    int oldest, newest;
+    bool by_patch;
+} plan_release;
 /* The rules' release for the engine release `given` (NULL: the newest) in *ver. A release
- * newer than `newest`'s minor is planned with the newest rules and *newer says so: most
- * start-ups run a release newer than the last one whose code was read, and refusing them
- * plans nothing. An unparsable release, or one older than `oldest`, is an error naming
- * `flag`; `engine` is the engine's name in the message ("vLLM", "SGLang"). */
-int plan_release_rules(const char *given, const char *flag, const char *engine, int oldest,
-                       int newest, int *ver, bool *newer, hbm_err *err);
+ * newer than the rules is planned with the newest rules and *newer says so: most start-ups
+ * run a release newer than the last one whose code was read, and refusing them plans
+ * nothing. An unparsable release, or one older than rel->oldest, is an error. */
+int plan_release_rules(const char *given, const plan_release *rel, int *ver, bool *newer,
+                       hbm_err *err);
 /* Records the rules used in res (vllm_version, rules_version, engine_version, rules_newer)
  * and, for a newer release, a note that says so. */
 void plan_release_record(hbm_plan_result *res, const char *engine, const char *given, int ver,

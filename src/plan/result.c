@@ -45,9 +45,9 @@ void plan_release_record(hbm_plan_result *res, const char *engine, const char *g
     res->rules_newer = newer;
     if (newer)
         plan_add_note(res, hbm_xasprintf("%s %s is newer than the releases the rules know: "
-                                         "planned with the newest rules (%d.%d.x); compare the "
+                                         "planned with the newest rules (%s); compare the "
                                          "figures with the engine's own start-up log",
-                                         engine, given, ver / 10000, ver / 100 % 100));
+                                         engine, given, res->rules_version));
 }
 
 void plan_model_notes(const hbm_plan_model *m, hbm_plan_result *res)

@@ -20,7 +20,7 @@
 #define GIB_D 1073741824.0
 #define MIB_D 1048576.0
 
-/* The releases the rules know: 0.2.0 to any patch of 0.5; newer ones get the newest rules. */
+/* The releases the rules know: 0.2.0 to 0.5.6; newer ones get the newest rules. */
 #define SGL_OLDEST 200
 #define SGL_NEWEST 506
 /* mem_fraction_static's default: by TP (before 0.4.7), by the card and TP (#7054), from the
@@ -635,8 +635,9 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
                                 "--mem SIZE");
     int ver;
     bool newer;
-    if (plan_release_rules(in->vllm_version, "--engine-version", "SGLang", SGL_OLDEST,
-                           SGL_NEWEST, &ver, &newer, err) < 0)
+    /* SGLang's patch releases change its defaults (0.4.7, 0.5.4): a later patch is newer */
+    static const plan_release rel = {"--engine-version", "SGLang", SGL_OLDEST, SGL_NEWEST, true};
+    if (plan_release_rules(in->vllm_version, &rel, &ver, &newer, err) < 0)
         return -1;
     plan_release_record(res, "SGLang", in->vllm_version, ver, newer);
     if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)

@@ -187,9 +187,14 @@ check "9.9.9 plans as the newest" python3 -c 'import json,sys; a,b=(json.load(op
 hbm plan "$fix/qwen3-8b" --device 910B4 --vllm-version 9.1.0 >"$tmp/out" 2>"$tmp/err"
 check "vllm-ascend newer plans (exit 0 or 1)" test $? -le 1
 check "vllm-ascend newer: said so" grep -q "vllm-ascend 9.1.0 is newer than the releases" "$tmp/out"
-hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version 0.9.0 >"$tmp/out" 2>"$tmp/err"
-check "SGLang newer plans" test $? -le 1
-check "SGLang newer: said so" grep -q "SGLang 0.9.0 is newer than the releases" "$tmp/out"
+# SGLang's defaults change in patch releases: a later patch is newer too
+for v in 0.9.0 0.5.18; do
+    hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version $v >"$tmp/out" 2>"$tmp/err"
+    check "SGLang $v plans" test $? -le 1
+    check "SGLang $v: said so" grep -q "SGLang $v is newer than the releases" "$tmp/out"
+done
+hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version 0.5.4 >"$tmp/out" 2>"$tmp/err"
+check "SGLang 0.5.4: its own rules, no note" bash -c '! grep -q "is newer than" "$1"' _ "$tmp/out"
 for v in 0.1 0.5.4; do
     hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v >"$tmp/out" 2>"$tmp/err"
     check "older version $v exits 2" test $? -eq 2

@@ -382,7 +382,8 @@ static void test_release_table(void **state)
     hbm_err err = {{0}};
     if (hbm_read_file(DOC, 1 << 22, &doc, &len, &err) < 0)
         fail_msg("%s", err.msg);
-    char *b = strstr(doc, "<!-- releases -->"), *end = b ? strstr(b, "<!-- end releases -->") : NULL;
+    char *b = strstr(doc, "<!-- releases -->");
+    char *end = b ? strstr(b, "<!-- end releases -->") : NULL;
     if (!end)
         fail_msg("%s has no \"<!-- releases -->\" ... \"<!-- end releases -->\" table", DOC);
     *end = 0;

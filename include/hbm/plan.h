@@ -143,6 +143,8 @@ typedef struct hbm_plan_model {
     int weights_files;
     bool weights_estimated;        /* true: from the architecture, no safetensors found */
     int64_t params_estimated;      /* parameter count from the architecture */
+    bool generic;                  /* a model_type the rules were not checked against:
+                                      planned as a generic decoder from its numbers */
     char name_or_path[256];        /* the config's _name_or_path, "" when absent */
     bool model_dir;                /* path is a directory or a file named config.json in
                                       one; weights are looked for only then */
@@ -418,6 +420,10 @@ typedef struct hbm_plan_result {
     int kv_dtype_bytes;
     char kv_cache_dtype[16];
     char vllm_version[16];    /* rules used */
+    char rules_version[16];   /* rules used, by that name for every engine */
+    char engine_version[24];  /* the release given (--vllm-version, --engine-version); "" */
+    bool rules_newer;         /* it is newer than the rules: planned with the newest */
+    bool model_runner_v2;     /* vLLM's Model Runner V2 runs the model (its profile rules) */
     hbm_plan_platform platform;
     char device_name[64];
     bool live;

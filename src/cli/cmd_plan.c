@@ -291,12 +291,13 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 .words = "cuda ascend"),
         CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
                 "the serving engine whose start-up is planned: vllm (default) or\n"
-                "sglang (its own flags, SGLang 0.2.0-0.5.x) or mindie (its config\n"
+                "sglang (its own flags, SGLang 0.2.0-0.5.6 rules) or mindie (its config\n"
                 "keys as flags: --npuMemSize, --maxSeqLen, ...; its config.json\n"
                 "after '--')"),
         CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
-                "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
-                "on Ascend; others are refused; default the newest"),
+                "rules of that release: vLLM 0.6.0-0.29.x, vllm-ascend 0.7.0-0.29.x\n"
+                "on Ascend; a newer release gets the newest rules (said so), an\n"
+                "older one is refused; default the newest"),
         CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,
                 "the same for the engine --engine names"),
         CLI_OPT(CLI_ENUM, "sampler", 0, "S", &a->sampler,

@@ -109,12 +109,15 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
 {
     const hbm_plan_model *m = &r->model;
     fprintf(f, "model   ");
+    char newer[64] = "";
+    if (r->rules_newer)
+        snprintf(newer, sizeof newer, " (%s is newer: the newest rules)", r->engine_version);
     char *line = hbm_xasprintf(
-        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s",
+        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s%s",
         m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
         (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
         m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-        engine_word(r, true), r->vllm_version);
+        engine_word(r, true), r->vllm_version, newer);
     cli_wrap_from(f, line, 8, 8, width, false);
     free(line);
     char fr[48];

@@ -52,6 +52,37 @@ int plan_version_parse(const char *s)
     return part[0] * 10000 + part[1] * 100 + part[2];
 }
 
+int plan_release_rules(const char *given, const plan_release *rel, int *ver, bool *newer,
+                       hbm_err *err)
+{
+    *ver = rel->newest;
+    *newer = false;
+    if (!given)
+        return 0;
+    int v = plan_version_parse(given);
+    if (v < 0)
+        return hbm_err_set(err, "%s: \"%s\" is not a version like %d.%d.0", rel->flag, given,
+                           rel->newest / 10000, rel->newest / 100 % 100);
+    char last[24];
+    if (rel->by_patch)
+        snprintf(last, sizeof last, "%d.%d.%d", rel->newest / 10000, rel->newest / 100 % 100,
+                 rel->newest % 100);
+    else
+        snprintf(last, sizeof last, "%d.%d.x", rel->newest / 10000, rel->newest / 100 % 100);
+    /* an older release is refused, not clamped: another release's rules would give figures
+     * that look exact for a start-up whose rules were never read */
+    if (v < rel->oldest)
+        return hbm_err_set(err, "%s: %s %s is older than the releases the rules know (%d.%d.0 "
+                                "to %s, and any newer one with the newest rules)",
+                           rel->flag, rel->engine, given, rel->oldest / 10000,
+                           rel->oldest / 100 % 100, last);
+    if (rel->by_patch ? v > rel->newest : v / 100 > rel->newest / 100)
+        *newer = true;
+    else
+        *ver = v;
+    return 0;
+}
+
 static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err)
 {
     char *end;

@@ -648,8 +648,12 @@ static void fill_result(const hbm_plan_input *in, const mindie_ctx *c, const min
     res->max_num_batched_tokens = s->prefill_tokens;
     res->kv_dtype_bytes = c->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "auto");
+    /* MindIE's rules do not change by release: any release is planned alike */
     snprintf(res->vllm_version, sizeof res->vllm_version, "%s",
              in->vllm_version ? in->vllm_version : "newest");
+    snprintf(res->rules_version, sizeof res->rules_version, "%s", res->vllm_version);
+    snprintf(res->engine_version, sizeof res->engine_version, "%s",
+             in->vllm_version ? in->vllm_version : "");
     plan_fill_device(in, res);
     res->vllm_args = settings_line(s);
 }
@@ -657,10 +661,7 @@ static void fill_result(const hbm_plan_input *in, const mindie_ctx *c, const min
 static void mindie_notes(const hbm_plan_input *in, const mindie_ctx *c, const mindie_settings *s,
                          const mindie_outcome *o, hbm_plan_result *res)
 {
-    if (c->m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters)",
-                                    (double)c->m->params_estimated / 1e9));
+    plan_model_notes(c->m, res);
     if (s->npu_mem_gib > 0 && o->fits && o->required > o->blocks)
         plan_add_note(res, hbm_xasprintf("npuMemSize %lld holds %lld blocks: a request of %lld "
                                     "tokens (%lld blocks) cannot be scheduled",

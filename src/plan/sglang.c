@@ -20,10 +20,9 @@
 #define GIB_D 1073741824.0
 #define MIB_D 1048576.0
 
-/* The releases the rules know: 0.2.0 to any patch of 0.5. */
+/* The releases the rules know: 0.2.0 to 0.5.6; newer ones get the newest rules. */
 #define SGL_OLDEST 200
 #define SGL_NEWEST 506
-#define SGL_LAST 599
 /* mem_fraction_static's default: by TP (before 0.4.7), by the card and TP (#7054), from the
  * chunked-prefill size and CUDA graph batch (#10975, 0.5.4) */
 #define SGL_RESERVE_BY_CARD 407
@@ -392,23 +391,6 @@ static void sgl_evaluate(const sgl_flags *s, int64_t free_bytes, sgl_outcome *o)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-static int sglang_version(const hbm_plan_input *in, int *ver, hbm_err *err)
-{
-    *ver = SGL_NEWEST;
-    if (!in->vllm_version)
-        return 0;
-    *ver = plan_version_parse(in->vllm_version);
-    if (*ver < 0)
-        return hbm_err_set(err, "--engine-version: \"%s\" is not a version like 0.4.3",
-                           in->vllm_version);
-    if (*ver < SGL_OLDEST || *ver > SGL_LAST)
-        return hbm_err_set(err, "--engine-version: SGLang %s is outside the releases the "
-                                "rules know (%d.%d.0 to %d.%d.x)",
-                           in->vllm_version, SGL_OLDEST / 10000, SGL_OLDEST / 100 % 100,
-                           SGL_NEWEST / 10000, SGL_NEWEST / 100 % 100);
-    return 0;
-}
-
 /* The flags in effect: the given ones, else SGLang's defaults for the release and card. */
 static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model *m, int ver)
 {
@@ -589,8 +571,6 @@ static void fill_result(const hbm_plan_input *in, const sgl_flags *s, const sgl_
     res->kv_dtype_bytes = s->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
-    snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", s->ver / 10000,
-             s->ver / 100 % 100, s->ver % 100);
     plan_fill_device(in, res);
 }
 
@@ -613,10 +593,7 @@ static void sglang_notes(const hbm_plan_input *in, const sgl_flags *s, const sgl
                          hbm_plan_result *res)
 {
     const hbm_plan_model *m = s->c.m;
-    if (m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters)",
-                                    (double)m->params_estimated / 1e9));
+    plan_model_notes(m, res);
     if (!s->frac_given)
         plan_add_note(res, hbm_xasprintf("mem_fraction_static %.3g is SGLang %s's default for %.0f "
                                     "MiB and TP %lld (it reads the card's size from nvidia-smi, "
@@ -657,8 +634,12 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
         return hbm_err_set(err, "device memory unknown: give --device NAME, --device auto or "
                                 "--mem SIZE");
     int ver;
-    if (sglang_version(in, &ver, err) < 0)
+    bool newer;
+    /* SGLang's patch releases change its defaults (0.4.7, 0.5.4): a later patch is newer */
+    static const plan_release rel = {"--engine-version", "SGLang", SGL_OLDEST, SGL_NEWEST, true};
+    if (plan_release_rules(in->vllm_version, &rel, &ver, &newer, err) < 0)
         return -1;
+    plan_release_record(res, "SGLang", in->vllm_version, ver, newer);
     if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
         return -1;
     sgl_flags s = sglang_flags_for(in, &res->model, ver);

@@ -58,7 +58,7 @@ static void recs_text(FILE *f, const hbm_plan_result *r, int width)
         char *c = hbm_xasprintf("cost: %s", r->recs[i].cost);
         wrap_hang(f, c, 5, 5, width);
         free(c);
-        wrap_hang(f, r->recs[i].vllm_args, 5, 7, width);
+        wrap_hang(f, r->recs[i].launch_line, 5, 7, width);
     }
 }
 
@@ -294,7 +294,7 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     if (r->launch.asked)
         launch_text(f, r, width);
     fprintf(f, "\ncommand ");
-    cli_wrap_from(f, r->vllm_args ? r->vllm_args : "", 8, 8, width, false);
+    cli_wrap_from(f, r->launch_line ? r->launch_line : "", 8, 8, width, false);
     if (r->nnotes) {
         fprintf(f, "\nnotes:\n");
         for (size_t i = 0; i < r->nnotes; i++) {

@@ -166,12 +166,12 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
     plan_lora_rules(&c.r, &c.lora);
     /* after the rules LoRA changes: a release that sends LoRA to V0 keeps V0's sampler */
-    if (in->sampler != HBM_PLAN_SAMPLER_DEFAULT) {
+    if (in->vllm.sampler != HBM_PLAN_SAMPLER_DEFAULT) {
         if (c.r.v0 || ascend)
             plan_add_note(res, hbm_xstrdup("--sampler is about vLLM V1 on CUDA: V0 and "
                                            "vllm-ascend have their own sampler; ignored"));
         else {
-            bool fi = in->sampler == HBM_PLAN_SAMPLER_FLASHINFER;
+            bool fi = in->vllm.sampler == HBM_PLAN_SAMPLER_FLASHINFER;
             c.r.sampler_bytes = fi ? PLAN_SAMPLER_FLASHINFER_BYTES : PLAN_SAMPLER_TORCH_BYTES;
             plan_add_note(res, hbm_xasprintf("top-k/top-p sampler: %s (%d bytes per row and "
                                              "vocabulary entry in the profile run)",
@@ -212,9 +212,9 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     bool large = in->large_device && !ascend && !c->r.v0;
     f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
     /* get_batch_defaults: the Python LLM class batches more than the server (V1) */
-    int64_t dflt_tokens = in->llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
-    bool chunked = in->enable_chunked_prefill != 0;
-    if (c->r.v0 && in->enable_chunked_prefill < 0)
+    int64_t dflt_tokens = in->vllm.llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
+    bool chunked = in->vllm.enable_chunked_prefill != 0;
+    if (c->r.v0 && in->vllm.enable_chunked_prefill < 0)
         chunked = f.mml > 32768; /* V0 turned it on for long contexts only */
     if (in->max_num_batched_tokens > 0)
         f.mnbt = in->max_num_batched_tokens;
@@ -372,9 +372,9 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     const plan_release rel = {"--vllm-version", ascend ? "vllm-ascend" : "vLLM",
                               ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA,
                               PLAN_VERSION_NEWEST, false};
-    if (plan_release_rules(in->vllm_version, &rel, &ver, &newer, err) < 0)
+    if (plan_release_rules(in->engine_version, &rel, &ver, &newer, err) < 0)
         return -1;
-    plan_release_record(res, rel.engine, in->vllm_version, ver, newer);
+    plan_release_record(res, rel.engine, in->engine_version, ver, newer);
     plan_mm mm;
     if (plan_mm_load(in->model_path, in, &mm, err) < 0)
         return -1;
@@ -400,7 +400,7 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
 
     char *served = served_model(in, m, res);
     plan_view v = {in, served};
-    res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
+    res->launch_line = plan_flag_line(&v, &f, in->kv_cache_dtype);
     vllm_errors(&c, &f, &o, res);
     if (!o.fits)
         plan_advise(&c, &f, &o, &v, res);
@@ -430,10 +430,10 @@ void hbm_plan_result_free(hbm_plan_result *r)
         free(r->recs[i].change);
         free(r->recs[i].cost);
         free(r->recs[i].flags);
-        free(r->recs[i].vllm_args);
+        free(r->recs[i].launch_line);
     }
     free(r->recs);
-    free(r->vllm_args);
+    free(r->launch_line);
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);

@@ -114,11 +114,14 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
         json_object_set_new(e, "change", json_string(r->recs[i].change));
         json_object_set_new(e, "cost", json_string(r->recs[i].cost));
         json_object_set_new(e, "flags", json_string(r->recs[i].flags));
-        json_object_set_new(e, "vllm_args", json_string(r->recs[i].vllm_args));
+        json_object_set_new(e, "launch_line", json_string(r->recs[i].launch_line));
+        /* the older name, kept one release (docs/planner.md, JSON) */
+        json_object_set_new(e, "vllm_args", json_string(r->recs[i].launch_line));
         json_array_append_new(recs, e);
     }
     json_object_set_new(j, "recommendations", recs);
-    json_object_set_new(j, "vllm_args", json_string(r->vllm_args ? r->vllm_args : ""));
+    json_object_set_new(j, "launch_line", json_string(r->launch_line ? r->launch_line : ""));
+    json_object_set_new(j, "vllm_args", json_string(r->launch_line ? r->launch_line : ""));
     json_object_set_new(j, "launch", launch_json(&r->launch));
     json_object_set_new(j, "multimodal", multimodal_json(&r->multimodal));
     json_object_set_new(j, "speculative", spec_json(&r->spec));

@@ -163,7 +163,7 @@ static int read_flag(hbm_plan_input *in, const char *name, const char *v, hbm_er
     } else if (!strcmp(name, "--max-total-tokens")) {
         if (count_value(name, v, 1, &x, err) < 0)
             return -1;
-        in->max_total_tokens = x;
+        in->sglang.max_total_tokens = x;
     } else {
         return 1; /* not a counted flag */
     }
@@ -177,8 +177,8 @@ static int read_flag_more(hbm_plan_input *in, const char *name, const char *v, h
     if (!strcmp(name, "--cuda-graph-max-bs") || !strcmp(name, "--cuda-graph-bs")) {
         if (count_value(name, v, 1, &x, err) < 0)
             return -1;
-        if (x > in->cuda_graph_max_bs)
-            in->cuda_graph_max_bs = x;
+        if (x > in->sglang.cuda_graph_max_bs)
+            in->sglang.cuda_graph_max_bs = x;
     } else if (!strcmp(name, "--page-size")) {
         if (count_value(name, v, 1, &x, err) < 0 || x > 65536)
             return hbm_err_set(err, "%s: \"%s\" is not a page size", name, v);
@@ -319,7 +319,7 @@ static void work_defaults(sgl_flags *s, const hbm_plan_input *in)
     else
         cps = 16384, bs = 512;
     s->chunked = in->max_num_batched_tokens >= 0 ? in->max_num_batched_tokens : cps;
-    s->graph_bs = in->cuda_graph_max_bs > 0 ? in->cuda_graph_max_bs : bs;
+    s->graph_bs = in->sglang.cuda_graph_max_bs > 0 ? in->sglang.cuda_graph_max_bs : bs;
 }
 
 /* server_args.py's default mem_fraction_static for the release. */
@@ -413,7 +413,7 @@ static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model
                 : m->max_position_embeddings > 0 ? m->max_position_embeddings
                                                  : 2048;
     s.page = in->block_size > 0 ? in->block_size : 1;
-    s.max_total = in->max_total_tokens;
+    s.max_total = in->sglang.max_total_tokens;
     s.running = in->max_num_seqs;
     s.kvb = plan_kv_dtype_bytes(in->kv_cache_dtype, s.c.act_bytes);
     return s;
@@ -444,7 +444,7 @@ static char *sglang_line(const hbm_plan_input *in, const char *model, const sgl_
         extra[n++] = hbm_xasprintf(" --max-running-requests %lld", (long long)s->running);
     if (s->max_total > 0)
         extra[n++] = hbm_xasprintf(" --max-total-tokens %lld", (long long)s->max_total);
-    if (in->cuda_graph_max_bs > 0)
+    if (in->sglang.cuda_graph_max_bs > 0)
         extra[n++] = hbm_xasprintf(" --cuda-graph-max-bs %lld", (long long)s->graph_bs);
     if (in->kv_cache_dtype && strcasecmp(in->kv_cache_dtype, "auto"))
         extra[n++] = hbm_xasprintf(" --kv-cache-dtype %s", in->kv_cache_dtype);
@@ -512,7 +512,7 @@ static void try_change(const hbm_plan_input *in, const char *model, sgl_flags *t
                                 (double)o.reserve / GIB_D, (long long)o.tokens);
         r->flags = hbm_xasprintf("--mem-fraction-static %.2f", t->frac);
     }
-    r->vllm_args = sglang_line(in, model, t);
+    r->launch_line = sglang_line(in, model, t);
 }
 
 /* The changes that make it start, best first: the fraction up to 0.95 that holds the
@@ -637,9 +637,9 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
     bool newer;
     /* SGLang's patch releases change its defaults (0.4.7, 0.5.4): a later patch is newer */
     static const plan_release rel = {"--engine-version", "SGLang", SGL_OLDEST, SGL_NEWEST, true};
-    if (plan_release_rules(in->vllm_version, &rel, &ver, &newer, err) < 0)
+    if (plan_release_rules(in->engine_version, &rel, &ver, &newer, err) < 0)
         return -1;
-    plan_release_record(res, "SGLang", in->vllm_version, ver, newer);
+    plan_release_record(res, "SGLang", in->engine_version, ver, newer);
     if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
         return -1;
     sgl_flags s = sglang_flags_for(in, &res->model, ver);
@@ -647,7 +647,7 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
     sgl_evaluate(&s, free_of(in), &o);
     fill_result(in, &s, &o, res);
     char *model = model_arg(in);
-    res->vllm_args = sglang_line(in, model, &s);
+    res->launch_line = sglang_line(in, model, &s);
     sglang_errors(&s, &o, res);
     if (!res->fits)
         sglang_advise(in, model, &s, &o, res);

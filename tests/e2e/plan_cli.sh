@@ -40,8 +40,11 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 for k in ["fits", "errors", "weights_bytes", "activation_bytes", "non_torch_bytes", "graph_bytes",
           "kv_cache_bytes", "kv_bytes_per_token", "block_size", "num_blocks", "kv_cache_tokens",
-          "max_concurrency", "recommendations", "vllm_args"]:
+          "max_concurrency", "recommendations", "launch_line", "vllm_args"]:
     assert k in j, k
+# launch_line is the engine's own launch; vllm_args, its older name, says the same this release
+assert j["launch_line"] == j["vllm_args"] and j["launch_line"].startswith("vllm serve ")
+assert all(r["launch_line"] == r["vllm_args"] for r in j["recommendations"])
 assert j["fits"] is False
 assert j["errors"][0]["kind"] == "max_model_len"
 assert j["kv_bytes_per_token"] == 64 * 2 * 8 * 128 * 2

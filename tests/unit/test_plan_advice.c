@@ -53,7 +53,7 @@ static int split(char *line, char **argv, int max)
 static void setup_input(const scenario *s, hbm_plan_input *in)
 {
     hbm_plan_input_init(in);
-    in->vllm_version = s->version;
+    in->engine_version = s->version;
     if (s->device) {
         const hbm_plan_device *d = hbm_plan_device_find(s->device);
         assert_non_null(d);
@@ -125,7 +125,7 @@ static void test_every_recommendation_fits(void **state)
             if (!strcmp(r.recs[k].kind, "free_memory"))
                 again.mem_free_bytes = again.mem_total_bytes;
             char copy[1024];
-            snprintf(copy, sizeof copy, "%s", r.recs[k].vllm_args);
+            snprintf(copy, sizeof copy, "%s", r.recs[k].launch_line);
             char *av[64];
             int ac = split(copy, av, 64);
             assert_int_equal(hbm_plan_args_from_argv(&again, ac, av, &err), 0);
@@ -135,7 +135,7 @@ static void test_every_recommendation_fits(void **state)
                    t.fits ? "starts" : "DOES NOT START");
             if (!t.fits)
                 fail_msg("scenario %zu: recommendation \"%s\" does not fit: %s", i,
-                         r.recs[k].vllm_args, t.nerrors ? t.errors[0].message : "");
+                         r.recs[k].launch_line, t.nerrors ? t.errors[0].message : "");
             check_cost(i, &r, &r.recs[k], &t);
             hbm_plan_result_free(&t);
             if (!strcmp(r.recs[k].kind, "free_memory")) {
@@ -143,13 +143,13 @@ static void test_every_recommendation_fits(void **state)
                  * was never needed and does not belong in the advice */
                 hbm_plan_input held;
                 setup_input(s, &held);
-                snprintf(copy, sizeof copy, "%s", r.recs[k].vllm_args);
+                snprintf(copy, sizeof copy, "%s", r.recs[k].launch_line);
                 ac = split(copy, av, 64);
                 assert_int_equal(hbm_plan_args_from_argv(&held, ac, av, &err), 0);
                 assert_int_equal(hbm_plan_run(&held, &t, &err), 0);
                 if (t.fits)
                     fail_msg("scenario %zu: \"%s\" starts without freeing anything", i,
-                             r.recs[k].vllm_args);
+                             r.recs[k].launch_line);
                 assert_int_equal(k, 0); /* when it is needed, it comes first */
                 hbm_plan_result_free(&t);
             }

@@ -111,14 +111,14 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
     json_t *fr = json_object_get(c, "free_gib");
     if (json_is_number(fr))
         in->mem_free_bytes = (int64_t)(json_number_value(fr) * GIB);
-    in->vllm_version = str(c, "version");
+    in->engine_version = str(c, "version");
     const char *sampler = str(c, "sampler");
     if (sampler && strcmp(sampler, "torch") && strcmp(sampler, "flashinfer"))
         fail_msg("%s: sampler is torch or flashinfer, not %s", where, sampler);
     if (sampler)
-        in->sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
+        in->vllm.sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
                                                  : HBM_PLAN_SAMPLER_FLASHINFER;
-    in->llm_class = json_is_true(json_object_get(c, "offline"));
+    in->vllm.llm_class = json_is_true(json_object_get(c, "offline"));
     json_t *args = json_object_get(c, "args");
     *argc = 0;
     size_t i;
@@ -448,7 +448,7 @@ static void test_bytes_to_tokens(void **state)
     in.model_path = FIX "qwen3-14b";
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(79.18 * GIB);
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     in.max_model_len = 32768;
     in.kv_cache_memory_bytes = (int64_t)(6.51 * GIB);
     hbm_plan_result r;
@@ -504,7 +504,7 @@ static void test_mla_needed(void **state)
     in.model_path = FIX "deepseek-v2-lite-chat";
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(22.0 * GIB);
-    in.vllm_version = "0.8.3";
+    in.engine_version = "0.8.3";
     in.tensor_parallel_size = 2;
     in.max_model_len = 32768;
     in.kv_cache_memory_bytes = (int64_t)(0.93 * GIB);

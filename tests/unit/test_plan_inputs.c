@@ -95,7 +95,7 @@ static int run_version(const char *v, hbm_plan_platform platform, hbm_plan_resul
     in.model_path = "tests/fixtures/models/qwen3-0.6b";
     in.platform = platform;
     in.mem_total_bytes = (int64_t)(64 * GIB);
-    in.vllm_version = v;
+    in.engine_version = v;
     return hbm_plan_run(&in, r, err);
 }
 
@@ -175,12 +175,12 @@ static void check_served(const char *path, const char *want, const char *note)
         fail_msg("%s: %s", path, err.msg);
     char prefix[1200];
     snprintf(prefix, sizeof prefix, "vllm serve %s --", want);
-    printf("%s -> %s\n", path, r.vllm_args);
-    assert_int_equal(strncmp(r.vllm_args, prefix, strlen(prefix)), 0);
+    printf("%s -> %s\n", path, r.launch_line);
+    assert_int_equal(strncmp(r.launch_line, prefix, strlen(prefix)), 0);
     assert_false(r.fits);
     assert_true(r.nrecs > 0);
     for (size_t i = 0; i < r.nrecs; i++)
-        assert_int_equal(strncmp(r.recs[i].vllm_args, prefix, strlen(prefix)), 0);
+        assert_int_equal(strncmp(r.recs[i].launch_line, prefix, strlen(prefix)), 0);
     bool noted = false;
     for (size_t i = 0; i < r.nnotes; i++)
         noted |= note && strstr(r.notes[i], note) != NULL;
@@ -249,7 +249,7 @@ static void test_served_model(void **state)
     in.mem_total_bytes = (int64_t)(80 * GIB);
     hbm_plan_result r;
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
-    assert_int_equal(strncmp(r.vllm_args, "vllm serve Qwen/Qwen3-14B --", 28), 0);
+    assert_int_equal(strncmp(r.launch_line, "vllm serve Qwen/Qwen3-14B --", 28), 0);
     hbm_plan_result_free(&r);
 }
 

@@ -86,7 +86,7 @@ static void test_qwen14b_beside_orphan_310p3(void **state)
     const hbm_plan_rec *tp = find_rec(&r, "tensor_parallel_size");
     assert_non_null(tp);
     assert_non_null(strstr(tp->flags, "--tensor-parallel-size 2"));
-    assert_non_null(strstr(tp->vllm_args, "--tensor-parallel-size 2"));
+    assert_non_null(strstr(tp->launch_line, "--tensor-parallel-size 2"));
     hbm_plan_result_free(&r);
 }
 
@@ -186,7 +186,7 @@ static void pangu_input(const char *dir, hbm_plan_input *in)
     in->platform = d->platform;
     in->mem_total_bytes = d->total_bytes;
     in->device_name = d->name;
-    in->vllm_version = "0.11.0";
+    in->engine_version = "0.11.0";
     in->block_size = 128;
 }
 

@@ -4,8 +4,10 @@
  *    user and password under a key drawn at start (the plain password is never kept); a
  *    scrape with known-good credentials costs a digest, not a bcrypt;
  *  - anything else goes to one worker thread, so guesses use at most one core, through a
- *    bounded queue that holds at most a few checks per client: a flood from one client is
- *    answered "429" at once instead of queueing in front of everyone else.
+ *    queue as long as the server's connection limit (a connection has one request at a
+ *    time) that serves the client served least recently first: a new client waits for the
+ *    check running now, not for a flood's backlog, and a flood waits for its own checks
+ *    instead of spinning on quick refusals.
  * The cache has one slot per user, which only that user's right password fills: it is
  * bounded by the config and a guesser cannot evict anything. Failures are not cached: a cache of failures that a guesser fills at will would push the
  * verified entries out (the exporter toolkit's cache mixes both). */
@@ -17,14 +19,17 @@
 
 #include "export/export_int.h"
 
-#define QUEUE_MAX 64     /* bcrypt checks waiting, all clients together */
-#define PER_CLIENT_MAX 4 /* ... and from one client */
-#define CLIENT_MAX 16    /* bytes of a client's identity kept (an IPv6 address) */
+#define SERVED_MAX 64 /* clients remembered by when they were last served */
+#define CLIENT_MAX 16 /* bytes of a client's identity kept (an IPv6 address) */
+
+typedef struct client {
+    uint8_t id[CLIENT_MAX];
+    size_t len;
+} client;
 
 typedef struct job {
     hbm_auth_creds creds;
-    uint8_t client[CLIENT_MAX];
-    size_t clen;
+    client who;
     hbm_auth_done *done;
     void *ctx;
 } job;
@@ -36,8 +41,10 @@ struct hbm_auth {
     pthread_cond_t cv;
     uint8_t cache[HBM_WEB_USERS_MAX][HBM_SHA256_LEN]; /* per user: its verified password */
     bool filled[HBM_WEB_USERS_MAX];
-    job queue[QUEUE_MAX];
-    size_t head, n;
+    job *queue; /* waiting, in arrival order */
+    size_t n, cap;
+    client served[SERVED_MAX]; /* clients by their last check, most recent first */
+    size_t nserved;
     bool stop, joined;
     pthread_t worker;
 };
@@ -158,6 +165,42 @@ bool hbm_auth_verify(hbm_auth *a, const hbm_auth_creds *c)
     return true;
 }
 
+static bool same(const client *x, const client *y)
+{
+    return x->len == y->len && !memcmp(x->id, y->id, x->len);
+}
+
+/* How long ago who was served, in clients: SERVED_MAX when not lately. */
+static size_t served_ago(const hbm_auth *a, const client *who)
+{
+    for (size_t k = 0; k < a->nserved; k++)
+        if (same(&a->served[k], who))
+            return k;
+    return SERVED_MAX;
+}
+
+/* Takes the oldest job of the client served least recently; who goes first in served. */
+static job take(hbm_auth *a)
+{
+    size_t best = 0, best_ago = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        size_t ago = served_ago(a, &a->queue[i].who);
+        if (i == 0 || ago > best_ago) {
+            best = i;
+            best_ago = ago;
+        }
+    }
+    job j = a->queue[best];
+    memmove(a->queue + best, a->queue + best + 1, (a->n - best - 1) * sizeof a->queue[0]);
+    explicit_bzero(&a->queue[--a->n], sizeof a->queue[0]);
+    size_t k = best_ago; /* where who sits in served; past its end when not there */
+    if (k >= a->nserved)
+        k = a->nserved < SERVED_MAX ? a->nserved++ : SERVED_MAX - 1;
+    memmove(a->served + 1, a->served, k * sizeof a->served[0]);
+    a->served[0] = j.who;
+    return j;
+}
+
 static void *worker(void *arg)
 {
     hbm_auth *a = arg;
@@ -167,61 +210,52 @@ static void *worker(void *arg)
             pthread_cond_wait(&a->cv, &a->mu);
         if (!a->n)
             break;
-        job j = a->queue[a->head];
+        job j = take(a);
         bool stop = a->stop;
         pthread_mutex_unlock(&a->mu);
-        bool ok = !stop && hbm_auth_verify(a, &j.creds);
+        hbm_auth_verdict v = stop                           ? HBM_AUTH_STOPPED
+                             : hbm_auth_verify(a, &j.creds) ? HBM_AUTH_ACCEPTED
+                                                            : HBM_AUTH_REFUSED;
         explicit_bzero(&j.creds, sizeof j.creds);
-        pthread_mutex_lock(&a->mu);
-        /* Leaves the queue only when checked, so a client's share counts the running one. */
-        explicit_bzero(&a->queue[a->head], sizeof a->queue[0]);
-        a->head = (a->head + 1) % QUEUE_MAX;
-        a->n--;
-        pthread_mutex_unlock(&a->mu);
-        j.done(j.ctx, ok);
+        j.done(j.ctx, v);
         pthread_mutex_lock(&a->mu);
     }
     pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
-int hbm_auth_submit(hbm_auth *a, const hbm_auth_creds *c, const void *client, size_t clen,
+int hbm_auth_submit(hbm_auth *a, const hbm_auth_creds *c, const void *id, size_t idlen,
                     hbm_auth_done *done, void *ctx)
 {
-    if (clen > CLIENT_MAX)
-        clen = CLIENT_MAX;
+    client who = {.len = idlen < CLIENT_MAX ? idlen : CLIENT_MAX};
+    memcpy(who.id, id, who.len);
     pthread_mutex_lock(&a->mu);
-    size_t mine = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const job *q = &a->queue[(a->head + i) % QUEUE_MAX];
-        mine += q->clen == clen && !memcmp(q->client, client, clen);
-    }
-    bool room = !a->stop && a->n < QUEUE_MAX && mine < PER_CLIENT_MAX;
+    bool room = !a->stop && a->n < a->cap;
     if (room) {
-        job *j = &a->queue[(a->head + a->n) % QUEUE_MAX];
-        *j = (job){.creds = *c, .clen = clen, .done = done, .ctx = ctx};
-        memcpy(j->client, client, clen);
-        a->n++;
+        a->queue[a->n++] = (job){.creds = *c, .who = who, .done = done, .ctx = ctx};
         pthread_cond_signal(&a->cv);
     }
     pthread_mutex_unlock(&a->mu);
     return room ? 0 : -1;
 }
 
-hbm_auth *hbm_auth_new(const hbm_webconfig *w)
+hbm_auth *hbm_auth_new(const hbm_webconfig *w, size_t capacity)
 {
     hbm_auth *a = hbm_xcalloc(1, sizeof *a);
     a->web = w;
+    a->cap = capacity ? capacity : 1;
     /* The key only has to be unknown outside this process. */
     if (getrandom(a->secret, sizeof a->secret, 0) != (ssize_t)sizeof a->secret) {
         free(a);
         return NULL;
     }
+    a->queue = hbm_xcalloc(a->cap, sizeof a->queue[0]);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     if (pthread_create(&a->worker, NULL, worker, a) != 0) {
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
+        free(a->queue);
         explicit_bzero(a, sizeof *a);
         free(a);
         return NULL;
@@ -249,6 +283,7 @@ void hbm_auth_free(hbm_auth *a)
     hbm_auth_stop(a);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->cv);
+    free(a->queue);
     explicit_bzero(a, sizeof *a);
     free(a);
 }

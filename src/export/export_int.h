@@ -40,21 +40,30 @@ int hbm_basic_auth_decode(const char *header, size_t len, hbm_auth_creds *out);
 typedef struct hbm_auth hbm_auth; /* opaque; thread-safe */
 
 /* The users of w (borrowed; it must outlive the result), a cache of verified credentials
- * and one worker thread for bcrypt. NULL when the worker cannot start. */
-hbm_auth *hbm_auth_new(const hbm_webconfig *w);
-/* Stops the worker: a job still queued is answered as refused (done(ctx, false)) without
- * bcrypt; later submits fail. Then hbm_auth_free (which also stops). NULL is ignored. */
+ * and one worker thread for bcrypt whose queue holds capacity checks (the server's
+ * connection limit: one request per connection at a time). NULL when the worker or its
+ * random key cannot be had. */
+hbm_auth *hbm_auth_new(const hbm_webconfig *w, size_t capacity);
+/* Stops the worker: a job still queued is answered HBM_AUTH_STOPPED without bcrypt; later
+ * submits fail. Then hbm_auth_free (which also stops). NULL is ignored. */
 void hbm_auth_stop(hbm_auth *a);
 void hbm_auth_free(hbm_auth *a);
 
 /* True when these credentials were verified before (no bcrypt). */
 bool hbm_auth_cached(hbm_auth *a, const hbm_auth_creds *c);
 
-typedef void hbm_auth_done(void *ctx, bool ok);
-/* Queues a bcrypt check; done(ctx, ok) runs later on the worker thread (the credentials
- * are copied). client (bytes naming the peer, e.g. its address) bounds how many checks one
- * peer may have waiting. -1 when that bound or the queue's is reached: done never runs. */
-int hbm_auth_submit(hbm_auth *a, const hbm_auth_creds *c, const void *client, size_t clen,
+typedef enum hbm_auth_verdict {
+    HBM_AUTH_REFUSED,
+    HBM_AUTH_ACCEPTED,
+    HBM_AUTH_STOPPED, /* not checked: the worker was stopped first */
+} hbm_auth_verdict;
+
+typedef void hbm_auth_done(void *ctx, hbm_auth_verdict v);
+/* Queues a bcrypt check; done(ctx, verdict) runs later on the worker thread (the
+ * credentials are copied). id (bytes naming the peer, e.g. its address): the peer served
+ * least recently goes first. -1 when the queue is full or the worker stopped: done never
+ * runs. */
+int hbm_auth_submit(hbm_auth *a, const hbm_auth_creds *c, const void *id, size_t idlen,
                     hbm_auth_done *done, void *ctx);
 
 /* Checks now on the calling thread (the worker's job; also the tests'): the same bcrypt

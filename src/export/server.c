@@ -84,7 +84,7 @@ struct hbm_export_server {
  * went to the worker (freed when the request completes). */
 static int headers_seen;
 
-typedef enum verdict { AUTH_PASS, AUTH_FAIL, AUTH_BUSY, AUTH_WAIT } verdict;
+typedef enum verdict { AUTH_PASS, AUTH_FAIL, AUTH_STOPPING, AUTH_WAIT } verdict;
 
 typedef struct request_auth {
     struct MHD_Connection *c;
@@ -92,10 +92,11 @@ typedef struct request_auth {
 } request_auth;
 
 /* The worker's answer: the request goes on where it was suspended. */
-static void auth_done(void *ctx, bool ok)
+static void auth_done(void *ctx, hbm_auth_verdict v)
 {
     request_auth *r = ctx;
-    r->verdict = ok ? AUTH_PASS : AUTH_FAIL;
+    r->verdict = v == HBM_AUTH_ACCEPTED ? AUTH_PASS : v == HBM_AUTH_REFUSED ? AUTH_FAIL
+                                                                            : AUTH_STOPPING;
     MHD_resume_connection(r->c);
 }
 
@@ -146,7 +147,7 @@ static verdict authorize(hbm_export_server *s, struct MHD_Connection *c, void **
         const void *id;
         size_t idl = client_id(c, &id);
         if (hbm_auth_submit(s->auth, &cr, id, idl, auth_done, r) < 0) {
-            r->verdict = AUTH_BUSY;
+            r->verdict = AUTH_STOPPING;
             MHD_resume_connection(c);
         }
     }
@@ -197,20 +198,6 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const cha
     return reply(c, status, "text/plain; charset=utf-8", hbm_xstrdup(msg), strlen(msg));
 }
 
-/* This client already has its share of password checks waiting: come back later. */
-static enum MHD_Result busy(struct MHD_Connection *c)
-{
-    static const char msg[] = "429 Too Many Requests: password checks from this client are "
-                              "queued\n";
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg,
-                                                             MHD_RESPMEM_PERSISTENT);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
-    MHD_destroy_response(r);
-    return ret;
-}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
@@ -238,8 +225,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return MHD_YES;
     case AUTH_FAIL:
         return unauthorized(c);
-    case AUTH_BUSY:
-        return busy(c);
+    case AUTH_STOPPING:
+        return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the exporter is stopping\n");
     case AUTH_PASS:
         break;
     }
@@ -297,7 +284,7 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     hbm_export_server *s = hbm_xcalloc(1, sizeof *s);
     s->ex = ex;
     s->web = web;
-    if (web && web->nusers && !(s->auth = hbm_auth_new(web))) {
+    if (web && web->nusers && !(s->auth = hbm_auth_new(web, maxc))) {
         free(s);
         return hbm_err_set(err, "cannot start the password-check thread: %s", strerror(errno));
     }
@@ -342,7 +329,7 @@ void hbm_export_server_stop(hbm_export_server *s)
     if (!s)
         return;
     /* Checks still queued are answered (their connections resumed) before the daemon
-     * goes; a request arriving meanwhile finds the worker stopped and gets 429. */
+     * goes; a request arriving meanwhile finds the worker stopped and gets 503. */
     hbm_auth_stop(s->auth);
     MHD_stop_daemon(s->daemon);
     hbm_auth_free(s->auth);

@@ -1,8 +1,10 @@
 /* Basic auth as the exporter checks it: the digest against the FIPS 180 and RFC 4231
  * vectors, the header decoded to a length (a NUL or a byte bcrypt would not read is
  * refused), the cache (only a verified password enters it), the same bcrypt work for an
- * unknown user as for the costliest known one, and the worker's per-client bound. */
+ * unknown user as for the costliest known one, and the worker's queue: bounded, the client
+ * served least recently first, answered "stopped" once stopped. */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,7 +159,7 @@ static void test_cache(void **state)
     (void)state;
     hbm_webconfig w;
     webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w);
+    hbm_auth *a = hbm_auth_new(&w, 8);
     assert_non_null(a);
     hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");
     hbm_auth_creds swapped = creds("slow", "right"), nobody = creds("nobody", "right");
@@ -177,7 +179,7 @@ static void test_cache(void **state)
     assert_true(hbm_auth_cached(a, &right)); /* one slot per user: nothing pushed out */
     hbm_auth_free(a);
     /* a new process (a new key) remembers nothing */
-    a = hbm_auth_new(&w);
+    a = hbm_auth_new(&w, 8);
     assert_false(hbm_auth_cached(a, &right));
     hbm_auth_free(a);
 }
@@ -218,7 +220,7 @@ static void test_same_work(void **state)
     (void)state;
     hbm_webconfig w;
     webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w);
+    hbm_auth *a = hbm_auth_new(&w, 8);
     const char *users[] = {"slow", "nobody", "fast", "slowx"};
     double m[4];
     medians(a, users, 4, m);
@@ -233,24 +235,33 @@ static void test_same_work(void **state)
     hbm_auth_free(a);
 }
 
-/* The worker: done callbacks counted; the first one blocks until released. */
+/* The worker: done callbacks counted and their order written down; the first one blocks
+ * until released. */
 typedef struct gate {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int entered, done, ok;
+    int entered, done, ok, stopped;
     bool open;
+    char order[16];
 } gate;
 
-static void gated(void *ctx, bool ok)
+typedef struct tagged {
+    gate *g;
+    char tag;
+} tagged;
+
+static void gated(void *ctx, hbm_auth_verdict v)
 {
-    gate *g = ctx;
+    tagged *t = ctx;
+    gate *g = t->g;
     pthread_mutex_lock(&g->mu);
-    g->entered++;
+    g->order[g->entered++] = t->tag;
     pthread_cond_broadcast(&g->cv);
     while (!g->open)
         pthread_cond_wait(&g->cv, &g->mu);
     g->done++;
-    g->ok += ok;
+    g->ok += v == HBM_AUTH_ACCEPTED;
+    g->stopped += v == HBM_AUTH_STOPPED;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
 }
@@ -263,33 +274,89 @@ static void wait_for(gate *g, int *field, int n)
     pthread_mutex_unlock(&g->mu);
 }
 
-static void test_worker_bounds(void **state)
+static void release(gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void *stopper(void *a)
+{
+    hbm_auth_stop(a);
+    return NULL;
+}
+
+static void test_worker_queue(void **state)
 {
     (void)state;
     hbm_webconfig w;
     webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w);
+    hbm_auth *a = hbm_auth_new(&w, 5);
     gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    tagged ta = {&g, 'a'}, tb = {&g, 'b'}, tc = {&g, 'c'};
     hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");
-    const uint8_t ip_a[4] = {10, 0, 0, 1}, ip_b[4] = {10, 0, 0, 2};
-    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &g), 0);
+    const uint8_t ip_a[4] = {10, 0, 0, 1}, ip_b[4] = {10, 0, 0, 2}, ip_c[4] = {10, 0, 0, 3};
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &ta), 0);
     wait_for(&g, &g.entered, 1); /* the worker is held inside the first answer */
     for (int i = 0; i < 4; i++)
-        assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &g), 0);
-    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &g), -1); /* A's share */
-    assert_int_equal(hbm_auth_submit(a, &right, ip_b, 4, gated, &g), 0);  /* B still goes */
-    pthread_mutex_lock(&g.mu);
-    g.open = true;
-    pthread_cond_broadcast(&g.cv);
-    pthread_mutex_unlock(&g.mu);
+        assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &ta), 0);
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_c, 4, gated, &tc), 0);
+    assert_int_equal(hbm_auth_submit(a, &right, ip_b, 4, gated, &tb), -1); /* 5 waiting */
+    release(&g);
     wait_for(&g, &g.done, 6);
+    /* after A, C (not served lately) before A's backlog */
+    assert_string_equal(g.order, "acaaaa");
+    memset(g.order, 0, sizeof g.order);
+    g.entered = g.done = 0;
+    g.open = false;
+    /* A, B and C each served once lately (A least recently): A, then B, C in turn */
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &ta), 0);
+    wait_for(&g, &g.entered, 1);
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_c, 4, gated, &tc), 0);
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_c, 4, gated, &tc), 0);
+    assert_int_equal(hbm_auth_submit(a, &right, ip_b, 4, gated, &tb), 0);
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &ta), 0);
+    release(&g);
+    wait_for(&g, &g.done, 5);
+    assert_string_equal(g.order, "abcac");
     assert_int_equal(g.ok, 1);
     assert_true(hbm_auth_cached(a, &right));
-    /* stopped: nothing more is taken */
-    hbm_auth_stop(a);
-    assert_int_equal(hbm_auth_submit(a, &right, ip_b, 4, gated, &g), -1);
     hbm_auth_free(a);
-    assert_int_equal(g.done, 6);
+}
+
+/* Stopped with checks waiting: they are answered "stopped", not checked. */
+static void test_worker_stop(void **state)
+{
+    (void)state;
+    hbm_webconfig w;
+    webconfig(&w);
+    hbm_auth *a = hbm_auth_new(&w, 1024);
+    gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    tagged ta = {&g, 'a'}, tb = {&g, 'b'};
+    hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");
+    const uint8_t ip_a[4] = {10, 0, 0, 1}, ip_b[4] = {10, 0, 0, 2};
+    assert_int_equal(hbm_auth_submit(a, &wrong, ip_a, 4, gated, &ta), 0);
+    wait_for(&g, &g.entered, 1);
+    assert_int_equal(hbm_auth_submit(a, &right, ip_b, 4, gated, &tb), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, stopper, a);
+    /* the stopper marks the worker stopped, then waits for it: a submit that fails with
+     * the queue far from full says the mark is there (each one that passed waits too) */
+    int passed = 0;
+    while (hbm_auth_submit(a, &right, ip_b, 4, gated, &tb) == 0) {
+        passed++;
+        sched_yield();
+    }
+    assert_true(passed < 1000);
+    release(&g);
+    pthread_join(t, NULL);
+    assert_int_equal(g.done, 2 + passed);
+    assert_int_equal(g.stopped, 1 + passed);
+    assert_int_equal(g.ok, 0);
+    assert_false(hbm_auth_cached(a, &right));
+    hbm_auth_free(a);
 }
 
 int main(void)
@@ -297,7 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digest),      cmocka_unit_test(test_decode),
         cmocka_unit_test(test_cache),       cmocka_unit_test(test_same_work),
-        cmocka_unit_test(test_worker_bounds),
+        cmocka_unit_test(test_worker_queue), cmocka_unit_test(test_worker_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,7 +95,7 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
                 .why = "must be > 0"),
         CLI_OPT(CLI_COUNT, "max-connections", 0, "N", &max_conn,
                 "concurrent connections (default 2048)", .min = 1, .max = 1000000),
-        CLI_OPT(CLI_COUNT, "max-connections-per-client", 0, "N", &per_client,
+        CLI_OPT(CLI_COUNT, "max-per-client", 0, "N", &per_client,
                 "concurrent connections from one client address (default 64)",
                 .min = 1, .max = 1000000),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout,

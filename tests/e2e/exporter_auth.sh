@@ -107,7 +107,8 @@ flood() {
         scrape_times "$url" 1 -u 'prometheus:s3cret' --interface 127.0.0.1 >"$tmp/over-$n"
     fi
     wait $w
-    local worst sent
+    local worst sent over
+    over=$(cat "$tmp/over-$n" 2>/dev/null)
     worst=$(awk '{print $2}' "$tmp/cached-$n" | sort -g | tail -1)
     # answered or given up by wrk (each waits for its bcrypt: many outwait wrk's 5 s)
     sent=$(awk '/requests in/ {n += $1} /timeout [0-9]/ {n += $NF} END {print n + 0}' \
@@ -115,15 +116,18 @@ flood() {
     kill "$(eval echo "\$pid_f$n")"
     echo "flood of $n: $sent wrong-password requests; cached scrapes from $from (code s):" \
         $(cat "$tmp/cached-$n") "; first scrape of another user from $fresh_from:" \
-        $(cat "$tmp/fresh-$n") "${n/#64/; over the share from 127.0.0.1: $(cat "$tmp/over-$n" 2>/dev/null)}"
+        $(cat "$tmp/fresh-$n") ${over:+"; over the share from 127.0.0.1: $over"}
     check "flood of $n: the flood ran ($sent requests)" test "${sent:-0}" -gt 0
     check "flood of $n: every cached scrape 200" test "$(grep -vc '^200 ' "$tmp/cached-$n")" -eq 0
     check "flood of $n: every cached scrape under 1 s (worst $worst)" \
         awk -v t="$worst" 'BEGIN {exit !(t < 1)}'
+    # it waits for the check running and its own: under 1 s, or on a machine so loaded that
+    # one check takes more than 0.25 s, under 4 checks' time
     check "flood of $n: an uncached scrape from $fresh_from 200 under 1 s ($(cat "$tmp/fresh-$n"))" \
-        awk '$1 == 200 && $2 < 1 {ok = 1} END {exit !ok}' "$tmp/fresh-$n"
+        awk -v one="$mk" '$1 == 200 && ($2 < 1 || $2 < 4 * one) {ok = 1} END {exit !ok}' \
+        "$tmp/fresh-$n"
     if [ "$n" -ge 64 ]; then
-        check "flood of $n: a connection over the share is closed at once ($(cat "$tmp/over-$n"))" \
+        check "flood of $n: a connection over the share is closed at once ($over)" \
             awk '$1 == "000" && $2 < 1 {ok = 1} END {exit !ok}' "$tmp/over-$n"
     fi
 }
@@ -176,7 +180,7 @@ check "the server closed every idle socket after --timeout ($(tail -1 "$tmp/idle
 check "... and still answers" test "$(code -u 'prometheus:s3cret' "$url")" = 200
 
 # --- one address gets its share, no more ------------------------------------------------
-start_exporter b --web-config "$tmp/web.yml" --max-connections-per-client 3
+start_exporter b --web-config "$tmp/web.yml" --max-per-client 3
 python3 - "$port_b" >"$tmp/share" <<'PY'
 import socket, sys, time
 port = int(sys.argv[1])
@@ -193,5 +197,5 @@ for s in socks:
         pass
 print(kept)
 PY
-check "--max-connections-per-client 3: 3 of 5 kept ($(cat "$tmp/share"))" test "$(cat "$tmp/share")" = 3
+check "--max-per-client 3: 3 of 5 kept ($(cat "$tmp/share"))" test "$(cat "$tmp/share")" = 3
 finish

@@ -9,8 +9,9 @@
  *    check running now, not for a flood's backlog, and a flood waits for its own checks
  *    instead of spinning on quick refusals.
  * The cache has one slot per user, which only that user's right password fills: it is
- * bounded by the config and a guesser cannot evict anything. Failures are not cached: a cache of failures that a guesser fills at will would push the
- * verified entries out (the exporter toolkit's cache mixes both). */
+ * bounded by the config and a guesser cannot evict anything. Failures are not cached: a
+ * cache of failures that a guesser fills at will would push the verified entries out (the
+ * exporter toolkit's cache mixes both). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

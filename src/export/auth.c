@@ -12,6 +12,7 @@
  * bounded by the config and a guesser cannot evict anything. Failures are not cached: a
  * cache of failures that a guesser fills at will would push the verified entries out (the
  * exporter toolkit's cache mixes both). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,12 +260,14 @@ hbm_auth *hbm_auth_new(const hbm_webconfig *w, size_t capacity)
     a->queue = hbm_xcalloc(a->cap, sizeof a->queue[0]);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
-    if (pthread_create(&a->worker, NULL, worker, a) != 0) {
+    int e = pthread_create(&a->worker, NULL, worker, a);
+    if (e != 0) {
         pthread_mutex_destroy(&a->mu);
         pthread_cond_destroy(&a->cv);
         free(a->queue);
         explicit_bzero(a, sizeof *a);
         free(a);
+        errno = e; /* for the caller's message, as getrandom leaves it */
         return NULL;
     }
     return a;

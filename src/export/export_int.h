@@ -42,7 +42,7 @@ typedef struct hbm_auth hbm_auth; /* opaque; thread-safe */
 /* The users of w (borrowed; it must outlive the result), a cache of verified credentials
  * and one worker thread for bcrypt whose queue holds capacity checks (the server's
  * connection limit: one request per connection at a time). NULL when the worker or its
- * random key cannot be had. */
+ * random key cannot be had (errno says why). */
 hbm_auth *hbm_auth_new(const hbm_webconfig *w, size_t capacity);
 /* Stops the worker: a job still queued is answered HBM_AUTH_STOPPED without bcrypt; later
  * submits fail. Then hbm_auth_free (which also stops). NULL is ignored. */

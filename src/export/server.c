@@ -286,7 +286,7 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     s->web = web;
     if (web && web->nusers && !(s->auth = hbm_auth_new(web, maxc))) {
         free(s);
-        return hbm_err_set(err, "cannot start the password-check thread: %s", strerror(errno));
+        return hbm_err_set(err, "cannot start the password checks: %s", strerror(errno));
     }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0) |
                      (s->auth ? MHD_ALLOW_SUSPEND_RESUME : 0);

@@ -18,14 +18,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "export/export_int.h"
 
 #define SERVED_MAX 64 /* clients remembered by when they were last served */
 #define CLIENT_MAX 16 /* bytes of a client's identity kept (an IPv6 address) */
-#define WORKER_NICE 10
 
 typedef struct client {
     uint8_t id[CLIENT_MAX];
@@ -209,9 +206,6 @@ static job take(hbm_auth *a)
 static void *worker(void *arg)
 {
     hbm_auth *a = arg;
-    /* Linux nices threads one by one: guesses get the CPU the observation and the serving
-     * threads leave (a refusal only lowers the priority, so its result does not matter). */
-    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
     pthread_mutex_lock(&a->mu);
     for (;;) {
         while (!a->n && !a->stop)

@@ -84,10 +84,25 @@ void hbm_sha256_final(hbm_sha256 *s, uint8_t out[HBM_SHA256_LEN])
     explicit_bzero(s, sizeof *s);
 }
 
+/* SHA-256 of (k XOR pad) then msg: the inner and the outer hash of HMAC. */
+static void padded(const uint8_t k[64], uint8_t pad, const void *msg, size_t mlen,
+                   uint8_t out[HBM_SHA256_LEN])
+{
+    uint8_t kp[64];
+    for (int i = 0; i < 64; i++)
+        kp[i] = k[i] ^ pad;
+    hbm_sha256 s;
+    hbm_sha256_init(&s);
+    hbm_sha256_update(&s, kp, sizeof kp);
+    hbm_sha256_update(&s, msg, mlen);
+    hbm_sha256_final(&s, out);
+    explicit_bzero(kp, sizeof kp);
+}
+
 void hbm_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
                      uint8_t out[HBM_SHA256_LEN])
 {
-    uint8_t k[64] = {0}, pad[64];
+    uint8_t k[64] = {0}, inner[HBM_SHA256_LEN];
     hbm_sha256 s;
     if (klen > sizeof k) {
         hbm_sha256_init(&s);
@@ -96,18 +111,8 @@ void hbm_hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
     } else {
         memcpy(k, key, klen);
     }
-    for (int i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x36;
-    hbm_sha256_init(&s);
-    hbm_sha256_update(&s, pad, sizeof pad);
-    hbm_sha256_update(&s, msg, mlen);
-    hbm_sha256_final(&s, out);
-    for (int i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x5c;
-    hbm_sha256_init(&s);
-    hbm_sha256_update(&s, pad, sizeof pad);
-    hbm_sha256_update(&s, out, HBM_SHA256_LEN);
-    hbm_sha256_final(&s, out);
+    padded(k, 0x36, msg, mlen, inner);
+    padded(k, 0x5c, inner, sizeof inner, out);
     explicit_bzero(k, sizeof k);
-    explicit_bzero(pad, sizeof pad);
+    explicit_bzero(inner, sizeof inner);
 }

@@ -13,13 +13,7 @@ scratch
 for tool in wrk curl python3; do
     command -v $tool >/dev/null || { echo "SKIP: no $tool"; exit 77; }
 done
-fake_nvml
-GIB=1073741824
-cat >"$tmp/scenario.json" <<EOF
-{"driver_version": "550.54.15", "devices": [
- {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
-  "memory_total": $((80 * GIB)), "memory_used": $((7 * GIB)), "compute": []}]}
-EOF
+one_gpu 7
 long=$(printf 'L%.0s' $(seq 72)) # a password of exactly the 72 bytes bcrypt reads
 # cost 10, as htpasswd -B and the exporter toolkit's examples make them
 hashes=$(python3 -W ignore -c '

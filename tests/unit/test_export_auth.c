@@ -146,6 +146,15 @@ static void webconfig(hbm_webconfig *w)
     assert_int_equal(hbm_webconfig_parse(t, strlen(t), "web.yml", w, &err), 0);
 }
 
+/* The two users' config in w, and an auth on it whose queue holds cap checks. */
+static hbm_auth *new_auth(hbm_webconfig *w, size_t cap)
+{
+    webconfig(w);
+    hbm_auth *a = hbm_auth_new(w, cap);
+    assert_non_null(a);
+    return a;
+}
+
 static hbm_auth_creds creds(const char *user, const char *pass)
 {
     hbm_auth_creds c = {0};
@@ -158,9 +167,7 @@ static void test_cache(void **state)
 {
     (void)state;
     hbm_webconfig w;
-    webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w, 8);
-    assert_non_null(a);
+    hbm_auth *a = new_auth(&w, 8);
     hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");
     hbm_auth_creds swapped = creds("slow", "right"), nobody = creds("nobody", "right");
     assert_false(hbm_auth_cached(a, &right));
@@ -219,8 +226,7 @@ static void test_same_work(void **state)
 {
     (void)state;
     hbm_webconfig w;
-    webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w, 8);
+    hbm_auth *a = new_auth(&w, 8);
     const char *users[] = {"slow", "nobody", "fast", "slowx"};
     double m[4];
     medians(a, users, 4, m);
@@ -292,8 +298,7 @@ static void test_worker_queue(void **state)
 {
     (void)state;
     hbm_webconfig w;
-    webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w, 5);
+    hbm_auth *a = new_auth(&w, 5);
     gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     tagged ta = {&g, 'a'}, tb = {&g, 'b'}, tc = {&g, 'c'};
     hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");
@@ -331,8 +336,7 @@ static void test_worker_stop(void **state)
 {
     (void)state;
     hbm_webconfig w;
-    webconfig(&w);
-    hbm_auth *a = hbm_auth_new(&w, 1024);
+    hbm_auth *a = new_auth(&w, 1024);
     gate g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     tagged ta = {&g, 'a'}, tb = {&g, 'b'};
     hbm_auth_creds right = creds("fast", "right"), wrong = creds("fast", "wrong");

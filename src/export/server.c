@@ -100,7 +100,7 @@ static void auth_done(void *ctx, hbm_auth_verdict v)
     MHD_resume_connection(r->c);
 }
 
-/* The peer's address, without its port: the unit a client's share is counted in. */
+/* The peer's address, without its port: the unit whose password checks take turns. */
 static size_t client_id(struct MHD_Connection *c, const void **id)
 {
     const union MHD_ConnectionInfo *ci =
@@ -146,6 +146,7 @@ static verdict authorize(hbm_export_server *s, struct MHD_Connection *c, void **
         MHD_suspend_connection(c);
         const void *id;
         size_t idl = client_id(c, &id);
+        /* The queue holds a check per connection: only a stopped worker refuses one. */
         if (hbm_auth_submit(s->auth, &cr, id, idl, auth_done, r) < 0) {
             r->verdict = AUTH_STOPPING;
             MHD_resume_connection(c);
@@ -197,7 +198,6 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const cha
 {
     return reply(c, status, "text/plain; charset=utf-8", hbm_xstrdup(msg), strlen(msg));
 }
-
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,

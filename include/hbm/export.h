@@ -105,20 +105,24 @@ typedef struct hbm_webconfig {
     char key_file[512];
     hbm_web_user users[HBM_WEB_USERS_MAX]; /* basic_auth_users */
     size_t nusers;
+    char dummy[32]; /* bcrypt setting an unknown user's password is checked against */
     char *cert_pem; /* owned: the files' contents, read by hbm_webconfig_load */
     char *key_pem;
 } hbm_webconfig;
 
 /* Parses the YAML subset of a web config: the mappings tls_server_config (cert_file,
  * key_file) and basic_auth_users (user: bcrypt hash), comments, plain or quoted scalars.
- * name is the file's name for messages; anything else is refused naming line and key. */
+ * name is the file's name for messages; anything else is refused naming line and key, and
+ * so is a file that enables neither TLS nor a user. */
 int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webconfig *out,
                         hbm_err *err);
 /* Reads and parses path, then the certificate and key it names. */
 int hbm_webconfig_load(const char *path, hbm_webconfig *out, hbm_err *err);
 void hbm_webconfig_free(hbm_webconfig *w);
-/* True when password matches the user's bcrypt hash (libcrypt). */
-bool hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password);
+/* The index of user in w->users when password matches its bcrypt hash (libcrypt), else -1.
+ * An unknown user costs the same bcrypt work (against a dummy setting of the costliest
+ * user's cost); names and hashes are compared in constant time. */
+int hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password);
 
 /* ---- HTTP server (libmicrohttpd, epoll) ------------------------------------------------- */
 
@@ -126,6 +130,7 @@ typedef struct hbm_export_server_opts {
     const char *listen;       /* borrowed; "127.0.0.1:9464", "[::1]:9464", ":9464" (any IPv4) */
     unsigned max_connections; /* connection limit; 0 = 2048 (lowered to fit RLIMIT_NOFILE) */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
+    unsigned per_client;      /* connections from one client address; 0 = 64 */
     const hbm_webconfig *web; /* borrowed; TLS and basic auth, NULL = plain HTTP */
 } hbm_export_server_opts;
 

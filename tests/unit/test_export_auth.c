@@ -353,7 +353,9 @@ static void test_worker_stop(void **state)
     int passed = 0;
     while (hbm_auth_submit(a, &right, ip_b, 4, gated, &tb) == 0) {
         passed++;
-        sched_yield();
+        /* a pause, not a yield: on a loaded host the stopper may wait long for a core, and
+         * the queue must not fill first (that refusal would not be the stop's) */
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
     }
     assert_true(passed < 1000);
     release(&g);

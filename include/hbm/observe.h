@@ -17,7 +17,12 @@ typedef struct hbm_source_opts {
      * devices, backend "none" and the reason in obs->backend_why (doctor, clean,
      * snapshot: host findings matter most when the driver is broken). */
     bool host_only_ok;
+    /* Seconds each vendor call (DCMI, NVML) or npu-smi run may take before the observation
+     * fails naming it (--vendor-timeout); 0 = HBM_VENDOR_TIMEOUT_DEFAULT. */
+    double vendor_timeout;
 } hbm_source_opts;
+
+#define HBM_VENDOR_TIMEOUT_DEFAULT 5.0
 
 /* One full observation: devices from the chosen backend (auto: the first live one that
  * is available, saying which), host facts, the driver/host join and verdicts. In auto

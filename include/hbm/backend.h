@@ -6,10 +6,6 @@
 #include "hbm/err.h"
 #include "hbm/obs.h"
 
-/* A backend's observe result when a vendor call did not return in time: the driver (or
- * the tool) hangs, so no other source of the same devices is tried either. */
-#define HBM_VENDOR_HUNG (-2)
-
 typedef struct hbm_backend {
     const char *name;
     /* 1 when the source is present (library loads, tool on PATH), 0 when absent, with a
@@ -17,7 +13,7 @@ typedef struct hbm_backend {
     int (*available)(hbm_err *err);
     /* Fills obs->devs (and topo, driver_version). Each vendor call (or run of a tool) may
      * take at most timeout seconds (<= 0: no bound); past it, or while a call abandoned
-     * earlier has not returned, fails with HBM_VENDOR_HUNG and err naming the call. */
+     * earlier has not returned, fails with HBM_ERR_HUNG and err naming the call. */
     int (*observe)(hbm_obs *obs, double timeout, hbm_err *err);
 } hbm_backend;
 

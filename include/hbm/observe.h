@@ -26,7 +26,9 @@ typedef struct hbm_source_opts {
 
 /* One full observation: devices from the chosen backend (auto: the first live one that
  * is available, saying which), host facts, the driver/host join and verdicts. In auto
- * mode with none available it fails, unless opts->host_only_ok (see above).
+ * mode with none available it fails, unless opts->host_only_ok (see above). A driver
+ * call or npu-smi run past opts->vendor_timeout fails it with HBM_ERR_HUNG (no other
+ * source is tried, host_only_ok or not), err naming the call.
  * With opts->snapshot set, reads that file instead (snapshot JSON or npu-smi text). */
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err);
 

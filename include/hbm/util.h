@@ -76,12 +76,11 @@ int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mo
 /* Runs argv (PATH searched) in its own process group, stdin /dev/null, and captures its
  * stdout (at most 16 MiB) and stderr on pipes of its own. Its output ends when it exits;
  * then, or at the deadline (timeout seconds), the whole group is killed and the child
- * reaped. Past the deadline: an error "ARGV0 ARGV1 did not finish within Ns (killed)"; a
+ * reaped. Past the deadline: HBM_ERR_HUNG, "ARGV0 ARGV1 did not finish within Ns (killed)"; a
  * status other than 0 is an error naming argv[0], argv[1], the status and the first line
  * of its stderr (else of its output). *out (NUL-terminated) is the caller's to free. */
 int hbm_run_capture_for(char *const argv[], double timeout, char **out, size_t *len,
                         hbm_err *err);
-#define HBM_CHILD_TIMED_OUT (-2) /* hbm_run_capture_for's result past the deadline */
 /* hbm_run_capture_for with HBM_CHILD_TIMEOUT_DEFAULT seconds. */
 #define HBM_CHILD_TIMEOUT_DEFAULT 30.0
 int hbm_run_capture(char *const argv[], char **out, size_t *len, hbm_err *err);

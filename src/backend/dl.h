@@ -38,7 +38,7 @@ typedef int (*hbm_vcall_body)(hbm_obs *obs, hbm_err *err);
 
 /* Runs body on a worker thread; each vendor call it makes may take at most timeout
  * seconds (loading the library counts as the first). When one passes it, returns
- * HBM_VENDOR_HUNG with
+ * HBM_ERR_HUNG with
  * "NAME did not return within Ns", NAME the exported symbol; the call is abandoned and, until
  * it returns, every later hbm_vcall_run fails at once saying so. obs must be freshly
  * initialised; it is filled only when body finished in time. timeout <= 0: body runs

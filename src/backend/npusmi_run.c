@@ -44,7 +44,7 @@ static int npusmi_observe(hbm_obs *obs, double timeout, hbm_err *err)
     char *info[] = {(char *)tool(), "info", NULL};
     int ran = hbm_run_capture_for(info, timeout, &text, &len, err);
     if (ran < 0)
-        return ran == HBM_CHILD_TIMED_OUT ? HBM_VENDOR_HUNG : -1;
+        return ran;
     int rc = hbm_npusmi_parse_info(obs, text, len, "npu-smi info", err);
     free(text);
     if (rc < 0)

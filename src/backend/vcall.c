@@ -121,7 +121,7 @@ int hbm_vcall_run(const char *backend, hbm_vcall_body body, hbm_obs *obs, double
     pthread_mutex_lock(&vc_lock);
     if (refuse_if_wedged(backend, err) < 0) {
         pthread_mutex_unlock(&vc_lock);
-        return HBM_VENDOR_HUNG;
+        return HBM_ERR_HUNG;
     }
     vc_job *j = hbm_xcalloc(1, sizeof *j);
     j->body = body;
@@ -148,7 +148,7 @@ int hbm_vcall_run(const char *backend, hbm_vcall_body body, hbm_obs *obs, double
             hbm_err_set(err, "%s did not return within %gs (--vendor-timeout)",
                         call_name(j->call, backend), timeout);
         pthread_mutex_unlock(&vc_lock);
-        return HBM_VENDOR_HUNG;
+        return HBM_ERR_HUNG;
     }
     pthread_mutex_unlock(&vc_lock);
     *obs = j->obs;

@@ -188,7 +188,7 @@ int hbm_run_capture_for(char *const argv[], double timeout, char **out, size_t *
     int rc = 0;
     if (!in_time) {
         hbm_err_set(err, "%s %s did not finish within %gs (killed)", cmd, arg, timeout);
-        rc = HBM_CHILD_TIMED_OUT;
+        rc = HBM_ERR_HUNG;
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         const char *said = c.nerr ? c.err : c.buf;
         char *first = hbm_xstrndup(said, 200);

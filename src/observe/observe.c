@@ -108,7 +108,7 @@ static int observe_with(hbm_obs *obs, const hbm_backend *b, const hbm_source_opt
     hbm_obs_free(obs);
     hbm_obs_init(obs);
     stamp(obs);
-    return rc == HBM_VENDOR_HUNG ? HBM_VENDOR_HUNG : -1;
+    return rc == HBM_ERR_HUNG ? HBM_ERR_HUNG : -1;
 }
 
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
@@ -142,8 +142,10 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
                          : -1;
             /* A driver that hangs is the answer: not "absent", and the next source asks
              * the same driver (npu-smi goes through DCMI). */
-            if (rc == HBM_VENDOR_HUNG)
-                return hbm_err_set(err, "%s: %s", live_backends[i]->name, why.msg);
+            if (rc == HBM_ERR_HUNG) {
+                hbm_err_set(err, "%s: %s", live_backends[i]->name, why.msg);
+                return HBM_ERR_HUNG;
+            }
             if (rc == 0)
                 chosen = live_backends[i];
             else
@@ -167,9 +169,11 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         hbm_err why = {{0}};
         if (chosen->available(&why) != 1)
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
-        if (observe_with(obs, chosen, opts, err) < 0) {
+        int rc = observe_with(obs, chosen, opts, err);
+        if (rc < 0) {
             hbm_obs_free(obs);
-            return hbm_err_prefix(err, "%s", chosen->name);
+            hbm_err_prefix(err, "%s", chosen->name);
+            return rc;
         }
     }
     if (!opts->no_host && scan_host(obs, opts, err) < 0) {

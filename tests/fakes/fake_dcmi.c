@@ -30,7 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "fake_hang.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -110,28 +111,13 @@ static json_t *card_json(int card_id)
     return NULL;
 }
 
-/* The scenario's "hang": {"CALL": SECONDS}: that call blocks this long (negative: for
- * ever) before it answers, as a wedged driver does. */
-static void hang(json_t *scn, const char *fn)
-{
-    json_t *v = json_object_get(json_object_get(scn, "hang"), fn);
-    if (!json_is_number(v))
-        return;
-    double s = json_number_value(v);
-    struct timespec ts = {s < 0 ? 3600 : (time_t)s, s < 0 ? 0 : (long)((s - (time_t)s) * 1e9)};
-    do
-        while (nanosleep(&ts, &ts) < 0)
-            ;
-    while (s < 0);
-}
-
 /* The chip, or NULL with *rc set as the driver would answer. */
 static json_t *chip(int card_id, int device_id, const char *fn, int *rc)
 {
     *rc = DCMI_ERR_CODE_INVALID_DEVICE_ID;
     if (!g_scn)
         return NULL;
-    hang(g_scn, fn);
+    fake_hang(g_scn, fn);
     json_t *c = card_json(card_id);
     json_t *ch = json_array_get(json_object_get(c, "chips"), (size_t)device_id);
     if (!ch || device_id < 0)
@@ -154,7 +140,7 @@ EXPORT int dcmi_init(void)
         fprintf(stderr, "fake DCMI: %s:%d: %s\n", path, je.line, je.text);
         return DCMI_ERR_CODE_INNER_ERR;
     }
-    hang(s, "dcmi_init");
+    fake_hang(s, "dcmi_init");
     int ie = (int)num(s, "init_error", 0);
     if (ie) {
         json_decref(s);
@@ -187,7 +173,7 @@ static int card_list(int *card_num, int *card_list, int list_len)
 {
     if (!g_scn)
         return DCMI_ERR_CODE_INNER_ERR;
-    hang(g_scn, "dcmi_get_card_list");
+    fake_hang(g_scn, "dcmi_get_card_list");
     json_t *cards = json_object_get(g_scn, "cards");
     int n = (int)json_array_size(cards);
     if (n > list_len)

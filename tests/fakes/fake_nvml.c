@@ -34,7 +34,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
-#include <time.h>
+
+#include "fake_hang.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -136,21 +137,6 @@ static nvmlReturn_t forced(nvmlDevice_t d, const char *fn)
     return code < 0 ? NVML_SUCCESS : (nvmlReturn_t)code;
 }
 
-/* The scenario's "hang": {"CALL": SECONDS}: that call blocks this long (negative: for
- * ever) before it answers, as a wedged driver does. */
-static void hang(json_t *scn, const char *fn)
-{
-    json_t *v = json_object_get(json_object_get(scn, "hang"), fn);
-    if (!json_is_number(v))
-        return;
-    double s = json_number_value(v);
-    struct timespec ts = {s < 0 ? 3600 : (time_t)s, s < 0 ? 0 : (long)((s - (time_t)s) * 1e9)};
-    do
-        while (nanosleep(&ts, &ts) < 0)
-            ;
-    while (s < 0);
-}
-
 /* Common entry checks of a device call. */
 static nvmlReturn_t enter(nvmlDevice_t d, const char *fn)
 {
@@ -159,7 +145,7 @@ static nvmlReturn_t enter(nvmlDevice_t d, const char *fn)
     json_t *dj = dev_json(d);
     if (!dj)
         return NVML_ERROR_INVALID_ARGUMENT;
-    hang(g_scn, fn);
+    fake_hang(g_scn, fn);
     if (json_is_true(json_object_get(dj, "lost")))
         return NVML_ERROR_GPU_IS_LOST;
     return forced(d, fn);
@@ -232,7 +218,7 @@ static nvmlReturn_t do_init(void)
         fprintf(stderr, "fake NVML: %s:%d: %s\n", path, je.line, je.text);
         return NVML_ERROR_UNKNOWN;
     }
-    hang(s, "nvmlInit_v2");
+    fake_hang(s, "nvmlInit_v2");
     long long ie = num(s, "init_error", 0);
     if (ie) {
         json_decref(s);

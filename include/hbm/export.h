@@ -84,11 +84,14 @@ hbm_exporter *hbm_exporter_new(const hbm_exporter_opts *opts);
 void hbm_exporter_free(hbm_exporter *ex);
 
 /* The /metrics body: the cached exposition (observed again when older than min_interval)
- * followed by the exporter's own metrics. Returns a malloc'd string (caller frees). */
+ * followed by the exporter's own metrics; while an observation under way has run past the
+ * vendor timeout, a failure's exposition instead (hbmctl_up 0, no device values,
+ * hbmctl_exporter_observation_stale 1). Returns a malloc'd string (caller frees). */
 char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len);
 
 /* The /healthz answer without observing: true when the last observation succeeded (or
- * none was made yet); why says so in one line. */
+ * none was made yet) and the one under way, if any, has not run past the vendor timeout
+ * (stale); why says so in one line. */
 bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n);
 
 /* ---- web config (the Prometheus exporter toolkit's --web.config.file format) ------------ */

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_progress.h"
+#include "hbm/backend.h"
 #include "hbm/export.h"
 
 static const char about[] =
@@ -66,6 +67,9 @@ static int serve(hbm_exporter *ex, const hbm_export_server_opts *so)
             hbm_export_server_port(srv));
     int sig = 0;
     sigwait(&stop, &sig);
+    /* A scrape waiting for a wedged driver ends now, so stopping the server need not wait
+     * out --vendor-timeout. */
+    hbm_backend_stop();
     hbm_export_server_stop(srv);
     return CLI_EXIT_OK;
 }

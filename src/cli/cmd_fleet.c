@@ -15,25 +15,23 @@ static const char about[] =
     "findings per node, worst first. A node whose last scrape failed is listed as\n"
     "stale. Scrape the exporters with honor_labels: true (docs/kubernetes.md).\n";
 
-/* A secret from a file, trailing newline cut; NULL with a message when unreadable. */
-static char *read_secret(const char *opt, const char *path)
+/* A secret from a file (docs/fleet.md); NULL with a message when refused. */
+static char *read_secret(const char *opt, const char *path, bool token)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        cli_errorf("%s %s: %s", opt, path, strerror(errno));
+    char *s;
+    hbm_err err;
+    if (hbm_fleet_read_secret(path, token, &s, &err) < 0) {
+        cli_errorf("%s %s", opt, err.msg);
         return NULL;
     }
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = '\0';
-    if (!n) {
-        cli_errorf("%s %s: empty", opt, path);
-        return NULL;
-    }
-    return hbm_xstrdup(buf);
+    return s;
+}
+
+static void free_secret(char *s)
+{
+    if (s)
+        explicit_bzero(s, strlen(s));
+    free(s);
 }
 
 static hbm_verdict verdict_of(const char *name)
@@ -45,12 +43,9 @@ static hbm_verdict verdict_of(const char *name)
 }
 
 /* The hostname, unless another node has it too (or it is unknown): then the instance. */
-static const char *node_name(const hbm_fleet *f, const hbm_fleet_node *n)
+static const char *node_name(const hbm_fleet_node *n)
 {
-    for (size_t i = 0; n->hostname[0] && i < f->nnodes; i++)
-        if (&f->nodes[i] != n && !strcmp(f->nodes[i].hostname, n->hostname))
-            return n->instance;
-    return n->hostname[0] ? n->hostname : n->instance;
+    return n->hostname[0] && !n->hostname_shared ? n->hostname : n->instance;
 }
 
 static void print_dev(const char *node, const hbm_fleet_dev *d, bool first)
@@ -90,7 +85,7 @@ static void print_text(const hbm_fleet *f)
            "MEMORY USED / TOTAL", "LEAK");
     for (size_t i = 0; i < f->nnodes; i++) {
         const hbm_fleet_node *n = &f->nodes[i];
-        const char *name = node_name(f, n);
+        const char *name = node_name(n);
         if (n->stale)
             printf("%-24.24s stale: its last scrape failed (%s)\n", name, n->instance);
         else if (n->ndevs == 0)
@@ -126,7 +121,7 @@ int cmd_fleet(int argc, char **argv)
         CLI_OPT(CLI_STRING, "ca-file", 0, "FILE", &o.ca_file,
                 "CA bundle that signed the server's certificate"),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &o.timeout_s,
-                "time limit per query (default 10s)", .min = 1e-9, .why = "must be > 0"),
+                "time limit for all queries together (default 10s)", .min = 1e-9, .why = "must be > 0"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -149,17 +144,24 @@ int cmd_fleet(int argc, char **argv)
                              o.username ? o.username : password_file,
                              "--user and --password-file go together, without "
                              "--bearer-token-file");
-    char *token = token_file ? read_secret("--bearer-token-file", token_file) : NULL;
-    char *password = password_file ? read_secret("--password-file", password_file) : NULL;
-    if ((token_file && !token) || (password_file && !password))
+    for (const char *c = o.username; c && *c; c++)
+        if (*c == ':' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            return cli_bad_value(&spec, "user", "", "a basic auth user name has no ':' and "
+                                                    "no control character");
+    char *token = token_file ? read_secret("--bearer-token-file", token_file, true) : NULL;
+    char *password = password_file ? read_secret("--password-file", password_file, false) : NULL;
+    if ((token_file && !token) || (password_file && !password)) {
+        free_secret(token);
+        free_secret(password);
         return CLI_EXIT_ERROR;
+    }
     o.bearer_token = token;
     o.password = password;
     hbm_fleet f;
     hbm_err err = {{0}};
     rc = hbm_fleet_fetch(&o, &f, &err);
-    free(token);
-    free(password);
+    free_secret(token);
+    free_secret(password);
     if (rc < 0) {
         cli_errorf("%s", err.msg);
         return CLI_EXIT_ERROR;

@@ -37,14 +37,14 @@ void hbm_fleet_query(int q, const char *sel, char *buf, size_t n)
 #pragma GCC diagnostic pop
 }
 
-/* Appends one zeroed element to an array of *n elements of size sz, growing it by half
- * (so n appends cost linear time); returns it. */
+/* Appends one zeroed element to an array of *n elements of size sz, its capacity the next
+ * power of two (so n appends cost linear time); returns it. */
 static void *append(void *arr, size_t *n, size_t sz)
 {
     void **a = arr;
     size_t k = *n;
-    if ((k & (k - 1)) == 0 || k < 4) /* capacity is the next power of two: grow there */
-        *a = hbm_xrealloc(*a, (k < 4 ? 4 : k * 2) * sz);
+    if ((k & (k - 1)) == 0) /* full at 0, 1, 2, 4, 8 ... */
+        *a = hbm_xrealloc(*a, (k ? k * 2 : 1) * sz);
     void *e = (char *)*a + k * sz;
     memset(e, 0, sz);
     (*n)++;
@@ -81,6 +81,18 @@ static uint64_t hash_int(uint64_t h, uint64_t v)
     return h ^ h >> 29;
 }
 
+/* The slot a hash starts at: its bits mixed (MurmurHash3's finaliser), as FNV's low bits,
+ * which the table uses, vary little between keys that differ in their last bytes. */
+static size_t home(uint64_t h, size_t cap)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h & (cap - 1);
+}
+
 static void grow(table *t)
 {
     size_t cap = t->cap ? t->cap * 2 : 1024;
@@ -88,7 +100,7 @@ static void grow(table *t)
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->s[i].node)
             continue;
-        size_t k = t->s[i].h & (cap - 1);
+        size_t k = home(t->s[i].h, cap);
         while (s[k].node)
             k = (k + 1) & (cap - 1);
         s[k] = t->s[i];
@@ -105,7 +117,7 @@ static slot *find(const hbm_fleet *f, table *t, const slot *key, slot_eq *eq, co
 {
     if (2 * (t->n + 1) > t->cap)
         grow(t);
-    size_t k = key->h & (t->cap - 1);
+    size_t k = home(key->h, t->cap);
     while (t->s[k].node && !(t->s[k].h == key->h && eq(f, &t->s[k], key, extra)))
         k = (k + 1) & (t->cap - 1);
     return &t->s[k];

@@ -24,7 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hbm_fleet f;
     memset(&f, 0, sizeof f);
     hbm_fleet_build(&f, ans);
-    json_decref(hbm_fleet_json(&f));
+    for (size_t i = 0; i < f.nnodes; i++)
+        json_decref(hbm_fleet_node_json(&f.nodes[i]));
     hbm_fleet_dirty(&f);
     hbm_fleet_free(&f);
     hbm_fleet_prom_vec_free(&v);

@@ -135,7 +135,8 @@ int hbm_fleet_node_rank(const hbm_fleet_node *n);
 /* True when a device is ORPHANED, UNACCOUNTED or UNHEALTHY, a finding is critical, or a
  * node is stale: what makes `hbmctl fleet` exit 1. */
 bool hbm_fleet_dirty(const hbm_fleet *f);
-/* The --json document (docs/fleet.md). */
-json_t *hbm_fleet_json(const hbm_fleet *f);
+/* One node of the --json document's "nodes" (docs/fleet.md): the document is written a
+ * node at a time, so its size in memory is one node's, not the fleet's. */
+json_t *hbm_fleet_node_json(const hbm_fleet_node *n);
 
 #endif

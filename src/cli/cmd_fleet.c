@@ -1,6 +1,6 @@
 /* hbmctl fleet: every node's devices, verdicts, holders and findings from the hbmctl metrics
  * a Prometheus server scrapes (docs/fleet.md). Exit 0 all clean, 1 a dirty or stale node,
- * 2 Prometheus unreachable or its answer unreadable. */
+ * 2 Prometheus unreachable, its answer unreadable or late, or no node matching. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +101,44 @@ static void print_text(const hbm_fleet *f)
     }
 }
 
+/* Writes a JSON value as part of the --json document, its lines indented by indent. */
+static void dump_at(const json_t *j, const char *indent)
+{
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+                                JSON_REAL_PRECISION(10));
+    for (const char *c = s, *nl; c && *c; c = nl + 1) {
+        nl = strchr(c, '\n');
+        if (!nl) {
+            fputs(c, stdout);
+            break;
+        }
+        fwrite(c, 1, (size_t)(nl - c) + 1, stdout);
+        fputs(indent, stdout);
+    }
+    free(s);
+}
+
+/* The --json document, a node at a time: the same text as one dump of the whole tree,
+ * without the whole tree in memory (tens of MB at thousands of nodes). */
+static void print_json(const hbm_fleet *f)
+{
+    json_t *url = json_string(f->prometheus), *at = json_real(f->at);
+    fputs("{\n  \"prometheus\": ", stdout);
+    dump_at(url, "");
+    fputs(",\n  \"at\": ", stdout);
+    dump_at(at, "");
+    fputs(",\n  \"nodes\": [", stdout);
+    for (size_t i = 0; i < f->nnodes; i++) {
+        json_t *n = hbm_fleet_node_json(&f->nodes[i]);
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        dump_at(n, "    ");
+        json_decref(n);
+    }
+    fputs(f->nnodes ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    json_decref(url);
+    json_decref(at);
+}
+
 int cmd_fleet(int argc, char **argv)
 {
     cli_common common;
@@ -121,7 +159,8 @@ int cmd_fleet(int argc, char **argv)
         CLI_OPT(CLI_STRING, "ca-file", 0, "FILE", &o.ca_file,
                 "CA bundle that signed the server's certificate"),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &o.timeout_s,
-                "time limit for all queries together (default 10s)", .min = 1e-9, .why = "must be > 0"),
+                "time limit for all queries together (default 10s)", .min = 1e-9,
+                .why = "must be > 0"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -132,7 +171,7 @@ int cmd_fleet(int argc, char **argv)
                      "devices: [...], findings: [...]}]} (docs/fleet.md)",
         .exits = "exit: 0 every node clean, 1 a device ORPHANED, UNACCOUNTED or UNHEALTHY, a\n"
                  "      critical finding, or a stale node; 2 Prometheus unreachable, its answer\n"
-                 "      unreadable, or bad usage\n",
+                 "      unreadable or late, no hbmctl exporter matching, or bad usage\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
@@ -168,7 +207,7 @@ int cmd_fleet(int argc, char **argv)
     }
     bool dirty = hbm_fleet_dirty(&f);
     if (common.json)
-        cli_json_out(hbm_fleet_json(&f));
+        print_json(&f);
     else
         print_text(&f);
     hbm_fleet_free(&f);

@@ -51,6 +51,20 @@ static void *append(void *arr, size_t *n, size_t sz)
     return e;
 }
 
+/* A label into a fixed field: cut, if it must be, before a UTF-8 sequence rather than
+ * inside one, so the field stays valid UTF-8 (JSON strings must be). */
+static void put(char *dst, size_t n, const char *src)
+{
+    size_t len = strlen(src);
+    if (len >= n) {
+        len = n - 1;
+        while (len && ((unsigned char)src[len] & 0xC0) == 0x80)
+            len--;
+    }
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
 /* The index: open addressing over (node, device, process) keys, each slot holding the key's
  * hash and what it names (node + 1, device, process; node 0 = empty slot). One table per
  * level, so a lookup costs the same at 5 nodes as at 50,000. */
@@ -151,7 +165,7 @@ static struct hbm_fleet_index *index_of(hbm_fleet *f)
 static hbm_fleet_node *node_of(hbm_fleet *f, const hbm_fleet_prom_sample *s, bool add)
 {
     char inst[sizeof f->nodes->instance]; /* as stored: cut to the field's size */
-    snprintf(inst, sizeof inst, "%s", hbm_fleet_prom_label(s, "instance"));
+    put(inst, sizeof inst, hbm_fleet_prom_label(s, "instance"));
     slot key = {.h = hash(0xcbf29ce484222325ULL, inst)};
     table *t = &index_of(f)->nodes;
     slot *at = find(f, t, &key, node_eq, inst);
@@ -160,8 +174,8 @@ static hbm_fleet_node *node_of(hbm_fleet *f, const hbm_fleet_prom_sample *s, boo
     if (!add)
         return NULL;
     hbm_fleet_node *nd = append(&f->nodes, &f->nnodes, sizeof *f->nodes);
-    snprintf(nd->instance, sizeof nd->instance, "%s", inst);
-    snprintf(nd->job, sizeof nd->job, "%s", hbm_fleet_prom_label(s, "job"));
+    put(nd->instance, sizeof nd->instance, inst);
+    put(nd->job, sizeof nd->job, hbm_fleet_prom_label(s, "job"));
     *at = key;
     at->node = (uint32_t)f->nnodes;
     t->n++;
@@ -172,14 +186,14 @@ static hbm_fleet_dev *dev_of(hbm_fleet *f, hbm_fleet_node *nd, const hbm_fleet_p
                              uint32_t *dev_at)
 {
     char idx[sizeof nd->devs->index];
-    snprintf(idx, sizeof idx, "%s", hbm_fleet_prom_label(s, "device"));
+    put(idx, sizeof idx, hbm_fleet_prom_label(s, "device"));
     uint32_t node = (uint32_t)(nd - f->nodes) + 1;
     slot key = {.h = hash(hash_int(0xcbf29ce484222325ULL, node), idx), .node = node};
     table *t = &index_of(f)->devs;
     slot *at = find(f, t, &key, dev_eq, idx);
     if (!at->node) {
         hbm_fleet_dev *d = append(&nd->devs, &nd->ndevs, sizeof *nd->devs);
-        snprintf(d->index, sizeof d->index, "%s", idx);
+        put(d->index, sizeof d->index, idx);
         d->memory_used_bytes = d->memory_total_bytes = HBM_UNKNOWN;
         d->leak = -1;
         *at = key;
@@ -209,14 +223,16 @@ static void pod_of(const hbm_fleet_prom_sample *s, const hbm_fleet_node *nd, hbm
         ns = hbm_fleet_prom_label(s, "namespace");
         pod = hbm_fleet_prom_label(s, "pod");
         ctr = hbm_fleet_prom_label(s, "container");
-        if (pod[0] && !strncmp(pod, nd->target_pod, sizeof nd->target_pod - 1))
+        char cut[sizeof nd->target_pod];
+        put(cut, sizeof cut, pod);
+        if (pod[0] && !strcmp(cut, nd->target_pod))
             return; /* the exporter's own pod, as the target labels name it */
     }
     if (!pod[0] || !ns[0])
         return;
-    snprintf(p->ns, sizeof p->ns, "%s", ns);
-    snprintf(p->pod, sizeof p->pod, "%s", pod);
-    snprintf(p->container, sizeof p->container, "%s", ctr);
+    put(p->ns, sizeof p->ns, ns);
+    put(p->pod, sizeof p->pod, pod);
+    put(p->container, sizeof p->container, ctr);
 }
 
 static hbm_fleet_proc *proc_of(hbm_fleet *f, hbm_fleet_node *nd, const hbm_fleet_prom_sample *s)
@@ -235,7 +251,7 @@ static hbm_fleet_proc *proc_of(hbm_fleet *f, hbm_fleet_node *nd, const hbm_fleet
     p->pid = pid;
     p->memory_bytes = HBM_UNKNOWN;
     p->leak = -1;
-    snprintf(p->name, sizeof p->name, "%s", hbm_fleet_prom_label(s, "name"));
+    put(p->name, sizeof p->name, hbm_fleet_prom_label(s, "name"));
     *at = key;
     at->proc = (uint32_t)d->nprocs - 1;
     t->n++;
@@ -252,8 +268,8 @@ static void devices(hbm_fleet *f, const hbm_fleet_prom_vec *v, int q)
             continue;
         hbm_fleet_dev *d = dev_of(f, nd, s, NULL);
         if (q == HBM_FQ_VERDICT) {
-            snprintf(d->verdict, sizeof d->verdict, "%s", hbm_fleet_prom_label(s, "verdict"));
-            snprintf(d->name, sizeof d->name, "%s", hbm_fleet_prom_label(s, "name"));
+            put(d->verdict, sizeof d->verdict, hbm_fleet_prom_label(s, "verdict"));
+            put(d->name, sizeof d->name, hbm_fleet_prom_label(s, "name"));
         } else if (q == HBM_FQ_USED) {
             d->memory_used_bytes = bytes_of(s->value);
         } else if (q == HBM_FQ_TOTAL) {
@@ -301,9 +317,9 @@ static void findings(hbm_fleet *f, const hbm_fleet_prom_vec *v)
         if (!nd || nd->stale || !(s->value > 0))
             continue;
         hbm_fleet_finding *x = append(&nd->findings, &nd->nfindings, sizeof *nd->findings);
-        snprintf(x->id, sizeof x->id, "%s", hbm_fleet_prom_label(s, "id"));
-        snprintf(x->severity, sizeof x->severity, "%s", hbm_fleet_prom_label(s, "severity"));
-        snprintf(x->device, sizeof x->device, "%s", hbm_fleet_prom_label(s, "device"));
+        put(x->id, sizeof x->id, hbm_fleet_prom_label(s, "id"));
+        put(x->severity, sizeof x->severity, hbm_fleet_prom_label(s, "severity"));
+        put(x->device, sizeof x->device, hbm_fleet_prom_label(s, "device"));
         x->count = (int64_t)s->value;
     }
 }
@@ -346,15 +362,13 @@ void hbm_fleet_add(hbm_fleet *f, int q, const hbm_fleet_prom_vec *v)
         for (size_t i = 0; i < v->n; i++) {
             hbm_fleet_node *nd = node_of(f, &v->s[i], true);
             nd->stale = !(v->s[i].value == 1);
-            snprintf(nd->target_pod, sizeof nd->target_pod, "%s",
-                     hbm_fleet_prom_label(&v->s[i], "pod"));
+            put(nd->target_pod, sizeof nd->target_pod, hbm_fleet_prom_label(&v->s[i], "pod"));
         }
     } else if (q == HBM_FQ_SOURCE) {
         for (size_t i = 0; i < v->n; i++) {
             hbm_fleet_node *nd = node_of(f, &v->s[i], false);
             if (nd)
-                snprintf(nd->hostname, sizeof nd->hostname, "%s",
-                         hbm_fleet_prom_label(&v->s[i], "hostname"));
+                put(nd->hostname, sizeof nd->hostname, hbm_fleet_prom_label(&v->s[i], "hostname"));
         }
     } else if (q == HBM_FQ_PROC_MEM || q == HBM_FQ_PROC_LEAK) {
         processes(f, v, q);
@@ -494,33 +508,24 @@ static json_t *dev_json(const hbm_fleet_dev *d)
     return o;
 }
 
-json_t *hbm_fleet_json(const hbm_fleet *f)
+json_t *hbm_fleet_node_json(const hbm_fleet_node *n)
 {
-    json_t *root = json_object(), *nodes = json_array();
-    json_object_set_new(root, "prometheus", json_string(f->prometheus));
-    json_object_set_new(root, "at", json_real(f->at));
-    for (size_t i = 0; i < f->nnodes; i++) {
-        const hbm_fleet_node *n = &f->nodes[i];
-        json_t *no = json_object(), *ds = json_array(), *fs = json_array();
-        json_object_set_new(no, "instance", json_string(n->instance));
-        json_object_set_new(no, "job", jstr(n->job));
-        json_object_set_new(no, "hostname", jstr(n->hostname));
-        json_object_set_new(no, "stale", json_boolean(n->stale));
-        for (size_t k = 0; k < n->ndevs; k++)
-            json_array_append_new(ds, dev_json(&n->devs[k]));
-        for (size_t k = 0; k < n->nfindings; k++) {
-            const hbm_fleet_finding *x = &n->findings[k];
-            json_array_append_new(fs, json_pack("{s:s, s:s, s:o, s:I}", "id", x->id,
-                                                "severity", x->severity, "device",
-                                                jstr(x->device), "count",
-                                                (json_int_t)x->count));
-        }
-        json_object_set_new(no, "devices", ds);
-        json_object_set_new(no, "findings", fs);
-        json_array_append_new(nodes, no);
+    json_t *no = json_object(), *ds = json_array(), *fs = json_array();
+    json_object_set_new(no, "instance", json_string(n->instance));
+    json_object_set_new(no, "job", jstr(n->job));
+    json_object_set_new(no, "hostname", jstr(n->hostname));
+    json_object_set_new(no, "stale", json_boolean(n->stale));
+    for (size_t k = 0; k < n->ndevs; k++)
+        json_array_append_new(ds, dev_json(&n->devs[k]));
+    for (size_t k = 0; k < n->nfindings; k++) {
+        const hbm_fleet_finding *x = &n->findings[k];
+        json_array_append_new(fs, json_pack("{s:s, s:s, s:o, s:I}", "id", x->id, "severity",
+                                            x->severity, "device", jstr(x->device), "count",
+                                            (json_int_t)x->count));
     }
-    json_object_set_new(root, "nodes", nodes);
-    return root;
+    json_object_set_new(no, "devices", ds);
+    json_object_set_new(no, "findings", fs);
+    return no;
 }
 
 /* The base URL checked and stored in f->prometheus (trailing slashes cut). */
@@ -544,7 +549,7 @@ static int base_url(const char *u, hbm_fleet *f, hbm_err *err)
     if (strlen(u) >= sizeof f->prometheus)
         return hbm_err_set(err, "--prometheus: URL longer than %zu bytes",
                            sizeof f->prometheus - 1);
-    snprintf(f->prometheus, sizeof f->prometheus, "%s", u);
+    put(f->prometheus, sizeof f->prometheus, u);
     size_t l = strlen(f->prometheus);
     while (l && f->prometheus[l - 1] == '/')
         f->prometheus[--l] = '\0';

@@ -24,8 +24,11 @@ void hbm_fleet_prom_vec_free(hbm_fleet_prom_vec *v)
 const char *hbm_fleet_prom_label(const hbm_fleet_prom_sample *s, const char *name)
 {
     for (const char *k = s->labels; k && *k;) {
-        const char *v = k + strlen(k) + 1;
-        if (!strcmp(k, name))
+        const char *a = k, *b = name;
+        while (*a && *a == *b)
+            a++, b++;
+        const char *v = a + strlen(a) + 1; /* past the name, wherever it differed */
+        if (!*a && !*b)
             return v;
         k = v + strlen(v) + 1;
     }
@@ -201,7 +204,15 @@ static int string(jp *p, char **out)
             if (escape(p) < 0)
                 return -1;
         } else if (c < 0x80) {
-            p->b[p->w++] = p->b[p->r++];
+            /* a run of plain ASCII moved at once: most label text is */
+            size_t e = p->r + 1;
+            while (e < p->n && (unsigned char)p->b[e] >= 0x20 && (unsigned char)p->b[e] < 0x80 &&
+                   p->b[e] != '"' && p->b[e] != '\\')
+                e++;
+            if (p->w != p->r)
+                memmove(p->b + p->w, p->b + p->r, e - p->r);
+            p->w += e - p->r;
+            p->r = e;
         } else {
             size_t len = utf8_len((const unsigned char *)p->b + p->r, p->n - p->r);
             if (!len)

@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Parsed in place: a copy of exactly the input's size, so reads past it are caught. */
     char *buf = malloc(size ? size : 1);
     memcpy(buf, data, size);
-    if (hbm_fleet_prom_parse(buf, size, "fuzz", &v, &err) < 0) {
+    if (hbm_fleet_prom_parse(buf, size, "fuzz", NULL, &v, &err) < 0) {
         free(buf);
         return 0;
     }
@@ -29,6 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hbm_fleet_dirty(&f);
     hbm_fleet_free(&f);
     hbm_fleet_prom_vec_free(&v);
+    /* Again keeping only the labels the view takes, as fleet reads its answers. */
+    memcpy(buf, data, size);
+    if (hbm_fleet_prom_parse(buf, size, "fuzz", hbm_fleet_labels(HBM_FQ_PROC_MEM), &v, &err) == 0)
+        hbm_fleet_prom_vec_free(&v);
     free(buf);
     return 0;
 }

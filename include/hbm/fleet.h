@@ -26,10 +26,11 @@ typedef struct hbm_fleet_prom_vec {
 
 /* Parses an answer of Prometheus's /api/v1/query holding an instant vector, in place: the
  * label strings are decoded over the buffer's own bytes (no JSON tree is built), so buf must
- * outlive out. An error answer ("status": "error") or anything else than a vector is -1 with
- * a message; what names the query for messages. */
-int hbm_fleet_prom_parse(char *buf, size_t len, const char *what, hbm_fleet_prom_vec *out,
-                         hbm_err *err);
+ * outlive out. Only the labels named in keep (NULL-terminated; NULL: all) are kept; strings
+ * nothing uses are only delimited, not checked. An error answer ("status": "error") or
+ * anything else than a vector is -1 with a message; what names the query for messages. */
+int hbm_fleet_prom_parse(char *buf, size_t len, const char *what, const char *const *keep,
+                         hbm_fleet_prom_vec *out, hbm_err *err);
 void hbm_fleet_prom_vec_free(hbm_fleet_prom_vec *v);
 /* A label's value, "" when absent. */
 const char *hbm_fleet_prom_label(const hbm_fleet_prom_sample *s, const char *name);
@@ -78,6 +79,7 @@ typedef struct hbm_fleet {
     hbm_fleet_node *nodes;
     size_t nnodes;
     struct hbm_fleet_index *index; /* while building: nodes, devices, processes by key */
+    size_t lookups, probes; /* index lookups while building, and the slots they visited */
 } hbm_fleet;
 
 /* The queries, in the order hbm_fleet_build takes their answers. */
@@ -95,6 +97,8 @@ enum {
 };
 /* The PromQL of query q narrowed by selector (label matchers without braces, "" none). */
 void hbm_fleet_query(int q, const char *selector, char *buf, size_t n);
+/* The labels the view takes from query q's answer (NULL-terminated). */
+const char *const *hbm_fleet_labels(int q);
 
 typedef struct hbm_fleet_opts {
     const char *url;          /* Prometheus base URL */
@@ -106,9 +110,11 @@ typedef struct hbm_fleet_opts {
 } hbm_fleet_opts;
 
 /* One instant query of Prometheus at base (its URL) at time at, answered by the monotonic
- * time deadline. *body (owned) holds the labels of out; free it after out. */
-int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql, double at,
-                         double deadline, hbm_fleet_prom_vec *out, char **body, hbm_err *err);
+ * time deadline, keeping the labels named in keep. *body (owned) holds the labels of out;
+ * free it after out. */
+int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql,
+                         const char *const *keep, double at, double deadline,
+                         hbm_fleet_prom_vec *out, char **body, hbm_err *err);
 /* Runs every query, one answer in memory at a time, and builds the view; the opts' timeout
  * bounds them all together. -1 when Prometheus cannot be reached in time, an answer cannot
  * be read, or no node matches. */

@@ -37,6 +37,33 @@ void hbm_fleet_query(int q, const char *sel, char *buf, size_t n)
 #pragma GCC diagnostic pop
 }
 
+const char *const *hbm_fleet_labels(int q)
+{
+    static const char *const up[] = {"instance", "job", "pod", NULL};
+    static const char *const source[] = {"instance", "hostname", NULL};
+    static const char *const verdict[] = {"instance", "device", "verdict", "name", NULL};
+    static const char *const dev[] = {"instance", "device", NULL};
+    static const char *const proc[] = {"instance", "device", "pid", "name", "namespace", "pod",
+                                       "container", "exported_namespace", "exported_pod",
+                                       "exported_container", NULL};
+    static const char *const finding[] = {"instance", "id", "severity", "device", NULL};
+    switch (q) {
+    case HBM_FQ_UP:
+        return up;
+    case HBM_FQ_SOURCE:
+        return source;
+    case HBM_FQ_VERDICT:
+        return verdict;
+    case HBM_FQ_PROC_MEM:
+    case HBM_FQ_PROC_LEAK:
+        return proc;
+    case HBM_FQ_FINDINGS:
+        return finding;
+    default:
+        return dev;
+    }
+}
+
 /* Appends one zeroed element to an array of *n elements of size sz, its capacity the next
  * power of two (so n appends cost linear time); returns it. */
 static void *append(void *arr, size_t *n, size_t sz)
@@ -127,12 +154,13 @@ static void grow(table *t)
 /* The slot holding key (eq says whether a slot does), or the empty slot where it goes. */
 typedef bool slot_eq(const hbm_fleet *f, const slot *s, const slot *key, const void *extra);
 
-static slot *find(const hbm_fleet *f, table *t, const slot *key, slot_eq *eq, const void *extra)
+static slot *find(hbm_fleet *f, table *t, const slot *key, slot_eq *eq, const void *extra)
 {
     if (2 * (t->n + 1) > t->cap)
         grow(t);
     size_t k = home(key->h, t->cap);
-    while (t->s[k].node && !(t->s[k].h == key->h && eq(f, &t->s[k], key, extra)))
+    f->lookups++;
+    while (f->probes++, t->s[k].node && !(t->s[k].h == key->h && eq(f, &t->s[k], key, extra)))
         k = (k + 1) & (t->cap - 1);
     return &t->s[k];
 }
@@ -569,8 +597,8 @@ int hbm_fleet_fetch(const hbm_fleet_opts *o, hbm_fleet *out, hbm_err *err)
         char promql[2048], *body;
         hbm_fleet_prom_vec v;
         hbm_fleet_query(q, sel, promql, sizeof promql);
-        if (hbm_fleet_prom_query(o, out->prometheus, promql, out->at, deadline, &v, &body,
-                                 err) < 0) {
+        if (hbm_fleet_prom_query(o, out->prometheus, promql, hbm_fleet_labels(q), out->at,
+                                 deadline, &v, &body, err) < 0) {
             hbm_fleet_free(out);
             return -1;
         }

@@ -44,6 +44,7 @@ typedef struct jp {
     size_t line_at; /* offset of the current line's first byte */
     const char *what;
     hbm_err *err;
+    const char *const *keep; /* the label names kept; NULL all */
 } jp;
 
 static int syntax(jp *p, const char *why)
@@ -227,6 +228,34 @@ static int string(jp *p, char **out)
     return 0;
 }
 
+/* A string passed over: only its end is found (its text is never used). */
+static int skip_string(jp *p)
+{
+    for (size_t at = p->r + 1;;) {
+        const char *q = memchr(p->b + at, '"', p->n - at);
+        if (!q)
+            return syntax(p, "unterminated string");
+        size_t end = (size_t)(q - p->b), bs = 0;
+        while (end - bs > p->r + 1 && p->b[end - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0) {
+            p->r = end + 1;
+            return 0;
+        }
+        at = end + 1;
+    }
+}
+
+static bool kept(const jp *p, const char *name)
+{
+    if (!p->keep)
+        return true;
+    for (const char *const *k = p->keep; *k; k++)
+        if (!strcmp(*k, name))
+            return true;
+    return false;
+}
+
 /* A JSON number at r (its text is checked, its value taken when out is set). */
 static int number(jp *p, double *out)
 {
@@ -294,17 +323,12 @@ static int skip(jp *p, int depth)
     if (depth > MAX_DEPTH)
         return syntax(p, "nested too deep");
     int c = peek(p);
-    size_t w = p->w;
-    char *s;
     if (c == '{' || c == '[') {
         p->r++;
         return skip_items(p, c == '{' ? '}' : ']', depth);
     }
-    if (c == '"') {
-        int rc = string(p, &s);
-        p->w = w;
-        return rc;
-    }
+    if (c == '"')
+        return skip_string(p);
     if (c == '-' || (c >= '0' && c <= '9'))
         return number(p, NULL);
     for (const char *const *lit = (const char *const[]){"true", "false", "null", NULL}; *lit;
@@ -357,8 +381,13 @@ static int labels(jp *p, size_t i, const char **out)
             return shape(p, "data.result[%zu].metric: an empty label name", i);
         if (peek(p) != '"')
             return shape(p, "data.result[%zu].metric.%.64s: not a string", i, k);
-        if (string(p, &v) < 0)
+        if (!kept(p, k)) {
+            p->w = k - p->b; /* neither the name nor the value is needed */
+            if (skip_string(p) < 0)
+                return -1;
+        } else if (string(p, &v) < 0) {
             return -1;
+        }
         more = next(p, '}');
     }
     if (more < 0)
@@ -486,11 +515,11 @@ static int root(jp *p, answer *a, hbm_fleet_prom_vec *out)
     return 0;
 }
 
-int hbm_fleet_prom_parse(char *buf, size_t len, const char *what, hbm_fleet_prom_vec *out,
-                         hbm_err *err)
+int hbm_fleet_prom_parse(char *buf, size_t len, const char *what, const char *const *keep,
+                         hbm_fleet_prom_vec *out, hbm_err *err)
 {
     memset(out, 0, sizeof *out);
-    jp p = {.b = buf, .n = len, .line = 1, .what = what, .err = err};
+    jp p = {.b = buf, .n = len, .line = 1, .what = what, .err = err, .keep = keep};
     answer a = {0};
     int rc = root(&p, &a, out);
     if (rc == 0 && a.status && !strcmp(a.status, "error"))
@@ -522,8 +551,9 @@ static void urlencode(const char *s, char *out, size_t n)
     out[o] = '\0';
 }
 
-int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql, double at,
-                         double deadline, hbm_fleet_prom_vec *out, char **body, hbm_err *err)
+int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql,
+                         const char *const *keep, double at, double deadline,
+                         hbm_fleet_prom_vec *out, char **body, hbm_err *err)
 {
     char enc[4096], url[6144], what[2304];
     memset(out, 0, sizeof *out);
@@ -560,7 +590,7 @@ int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *
     else if (res.status != 200 && (res.status < 400 || res.status > 422))
         rc = hbm_err_set(err, "%s: HTTP %ld", what, res.status);
     else
-        rc = hbm_fleet_prom_parse(*body, len, what, out, err);
+        rc = hbm_fleet_prom_parse(*body, len, what, keep, out, err);
     if (rc < 0) {
         free(*body);
         *body = NULL;

@@ -21,7 +21,7 @@ static void vec(hbm_fleet_prom_vec *v, const char *result)
     snprintf(buf, sizeof bufs[0], "{\"status\":\"success\",\"data\":{\"resultType\":"
                                   "\"vector\",\"result\":[%s]}}", result);
     hbm_err err;
-    if (hbm_fleet_prom_parse(buf, strlen(buf), "test", v, &err) < 0)
+    if (hbm_fleet_prom_parse(buf, strlen(buf), "test", NULL, v, &err) < 0)
         fail_msg("%s", err.msg);
 }
 
@@ -95,7 +95,7 @@ static void test_refused(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", cases[i][0]);
-        assert_int_equal(hbm_fleet_prom_parse(buf, strlen(buf), "q", &v, &err), -1);
+        assert_int_equal(hbm_fleet_prom_parse(buf, strlen(buf), "q", NULL, &v, &err), -1);
         if (!strstr(err.msg, cases[i][1]))
             fail_msg("'%s' does not say '%s'", err.msg, cases[i][1]);
     }

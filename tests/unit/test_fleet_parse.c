@@ -20,7 +20,7 @@
 static int parse(const char *text, hbm_fleet_prom_vec *v, char *buf, size_t cap, hbm_err *err)
 {
     snprintf(buf, cap, "%s", text);
-    return hbm_fleet_prom_parse(buf, strlen(buf), "q", v, err);
+    return hbm_fleet_prom_parse(buf, strlen(buf), "q", NULL, v, err);
 }
 
 static void test_decoded(void **state)

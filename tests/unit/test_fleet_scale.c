@@ -1,8 +1,10 @@
 /* The fleet view in linear time: answers for 4,096 nodes x 8 devices (32,768 series a
  * query, as Prometheus returns them: nodes interleaved) are parsed and built in under 2 s,
- * also under ASan, and 8 times the nodes cost at most 8 x 3 the time (a lookup that scans
- * every node per sample makes it 64 x). Every device and process lands on its own node.
- * Times are the process's CPU time: other work on a shared machine does not count. */
+ * also under ASan; every lookup visits at most 3 index slots on average, whatever the size
+ * (counted: a lookup that scans every node visits thousands), and 8 times the nodes cost
+ * at most 8 x 4 the time (64 x when quadratic). Every device and process lands on its own
+ * node. Times are the process's CPU time, the better of two runs: other work on a shared
+ * machine, and the first touch of fresh pages, do not count. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +43,27 @@ static void add(text *t, const char *fmt, ...)
     }
 }
 
+/* The labels of query q's series beside instance and job, as the exporter writes them
+ * (docs/metrics.md). */
+static void labels_of(int q, int i, int d, char *buf, size_t n)
+{
+    char dev[160];
+    snprintf(dev, sizeof dev, ",\"device\":\"%d\",\"chip\":\"0\",\"vendor\":\"nvidia\","
+                              "\"bus_id\":\"00000000:%02X:00.0\"", d, 0x18 + d);
+    if (q == HBM_FQ_UP)
+        snprintf(buf, n, "%s", "");
+    else if (q == HBM_FQ_SOURCE)
+        snprintf(buf, n, ",\"backend\":\"nvml\",\"hostname\":\"gpu-%d\"", i);
+    else if (q == HBM_FQ_FINDINGS)
+        snprintf(buf, n, ",\"id\":\"orphan-holder\",\"severity\":\"warning\",\"device\":\"1\"");
+    else if (q == HBM_FQ_PROC_MEM || q == HBM_FQ_PROC_LEAK)
+        snprintf(buf, n, "%s,\"pid\":\"%d\",\"name\":\"VLLM::Worker\",\"namespace\":\"ml\","
+                         "\"pod\":\"vllm-%d\",\"container\":\"vllm\"", dev, 1000 + d, i);
+    else
+        snprintf(buf, n, "%s,\"name\":\"NVIDIA H100 80GB HBM3\"%s", dev,
+                 q == HBM_FQ_VERDICT ? ",\"verdict\":\"BUSY\"" : "");
+}
+
 /* The answer to query q for nodes x DEVS devices: device-major order, so one node's series
  * are far apart, as in Prometheus's answers. */
 static void answer(text *t, int q, int nodes)
@@ -50,16 +73,11 @@ static void answer(text *t, int q, int nodes)
     int per_node = q <= HBM_FQ_SOURCE || q == HBM_FQ_FINDINGS ? 1 : DEVS;
     for (int d = 0; d < per_node; d++) {
         for (int i = 0; i < nodes; i++) {
-            char pod[96] = ""; /* the holder's pod: on process series only, as exported */
-            if (q == HBM_FQ_PROC_MEM)
-                snprintf(pod, sizeof pod, ",\"namespace\":\"ml\",\"pod\":\"vllm-%d\","
-                                          "\"container\":\"vllm\"", i);
+            char more[320];
+            labels_of(q, i, d, more, sizeof more);
             add(t, "%s{\"metric\":{\"__name__\":\"m\",\"instance\":\"10.%d.%d.%d:9464\","
-                   "\"job\":\"hbmctl\",\"hostname\":\"gpu-%d\",\"device\":\"%d\",\"name\":"
-                   "\"NVIDIA H100 80GB HBM3\",\"verdict\":\"BUSY\",\"pid\":\"%d\"%s,"
-                   "\"id\":\"orphan-holder\",\"severity\":\"warning\"},"
-                   "\"value\":[1796228580.123,\"%d\"]}",
-                d || i ? "," : "", i >> 16, (i >> 8) & 255, i & 255, i, d, 1000 + d, pod,
+                   "\"job\":\"hbmctl\"%s},\"value\":[1796228580.123,\"%d\"]}",
+                d || i ? "," : "", i >> 16, (i >> 8) & 255, i & 255, more,
                 q == HBM_FQ_UP ? 1 : (d + 1) << 20);
         }
     }
@@ -87,14 +105,19 @@ static double build(int nodes, bool check)
     for (int q = 0; q < HBM_FQ_COUNT; q++) {
         hbm_fleet_prom_vec v;
         hbm_err err;
-        if (hbm_fleet_prom_parse(t[q].s, t[q].n, "scale", &v, &err) < 0)
+        if (hbm_fleet_prom_parse(t[q].s, t[q].n, "scale", hbm_fleet_labels(q), &v, &err) <
+            0)
             fail_msg("%s", err.msg);
         hbm_fleet_add(&f, q, &v);
         hbm_fleet_prom_vec_free(&v);
     }
+    size_t lookups = f.lookups, probes = f.probes;
     hbm_fleet_finish(&f);
     double took = cpu_now() - t0;
     if (check) {
+        printf("%d nodes: %zu lookups visited %zu slots\n", nodes, lookups, probes);
+        assert_true(lookups >= (size_t)nodes * DEVS * 6); /* 6 device and process queries */
+        assert_true(probes <= 3 * lookups);
         assert_int_equal(f.nnodes, nodes);
         for (size_t i = 0; i < f.nnodes; i++) {
             const hbm_fleet_node *n = &f.nodes[i];
@@ -128,7 +151,9 @@ static double best_of_3(int nodes)
 static void test_32768_series(void **state)
 {
     (void)state;
-    double took = build(4096, true);
+    build(512, true);
+    double took = build(4096, true), again = build(4096, false);
+    took = again < took ? again : took;
     printf("4,096 nodes x %d devices (32,768 series a query): %.3f s of CPU\n", DEVS, took);
     assert_true(took < 2.0);
 }
@@ -139,7 +164,7 @@ static void test_linear(void **state)
     double small = best_of_3(512), large = best_of_3(4096);
     printf("512 nodes: %.4f s, 4,096 nodes: %.4f s, ratio %.1f (8 linear, 64 quadratic)\n",
            small, large, large / small);
-    assert_true(large < 24 * small);
+    assert_true(large < 32 * small); /* 8 when linear; 64 when quadratic */
 }
 
 int main(void)

@@ -291,6 +291,17 @@ static int number(jp *p, double *out)
     return 0;
 }
 
+/* A member's name and its ':'; the name is decoded at w, which is given back: it is valid
+ * until the next string is decoded. */
+static int member(jp *p, char **k)
+{
+    size_t w = p->w;
+    if (string(p, k) < 0 || expect(p, ':') < 0)
+        return -1;
+    p->w = w;
+    return 0;
+}
+
 static int skip(jp *p, int depth);
 
 /* The members of an object or the elements of an array after its opening bracket. */
@@ -301,11 +312,9 @@ static int skip_items(jp *p, char close, int depth)
         return 0;
     }
     for (;;) {
-        size_t w = p->w;
         char *key;
-        if (close == '}' && (string(p, &key) < 0 || expect(p, ':') < 0))
+        if (close == '}' && member(p, &key) < 0)
             return -1;
-        p->w = w;
         if (skip(p, depth + 1) < 0)
             return -1;
         int c = peek(p);
@@ -425,11 +434,9 @@ static int sample(jp *p, hbm_fleet_prom_vec *out, size_t *cap)
     bool has_value = false;
     int more = enter(p, '{');
     while (more > 0) {
-        size_t w = p->w;
         char *k;
-        if (string(p, &k) < 0 || expect(p, ':') < 0)
+        if (member(p, &k) < 0)
             return -1;
-        p->w = w; /* k is overwritten from here on */
         bool is_value = !strcmp(k, "value");
         int rc = !strcmp(k, "metric") ? labels(p, i, &s->labels)
                  : is_value           ? value(p, i, &s->value)
@@ -459,11 +466,9 @@ static int data(jp *p, answer *a, hbm_fleet_prom_vec *out)
     size_t cap = 0;
     int more = enter(p, '{');
     while (more > 0) {
-        size_t w = p->w;
         char *k;
-        if (string(p, &k) < 0 || expect(p, ':') < 0)
+        if (member(p, &k) < 0)
             return -1;
-        p->w = w;
         int rc;
         if (!strcmp(k, "resultType") && peek(p) == '"') {
             rc = string(p, &a->type);
@@ -490,11 +495,9 @@ static int root(jp *p, answer *a, hbm_fleet_prom_vec *out)
         return syntax(p, "want a JSON object");
     int more = enter(p, '{');
     while (more > 0) {
-        size_t w = p->w;
         char *k;
-        if (string(p, &k) < 0 || expect(p, ':') < 0)
+        if (member(p, &k) < 0)
             return -1;
-        p->w = w;
         int rc;
         if (!strcmp(k, "status") && peek(p) == '"')
             rc = string(p, &a->status);

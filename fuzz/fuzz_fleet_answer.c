@@ -1,6 +1,7 @@
 /* Prometheus /api/v1/query answers on arbitrary bytes, and the fleet view built from them. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hbm/fleet.h"
@@ -9,8 +10,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     hbm_fleet_prom_vec v;
     hbm_err err;
-    if (hbm_fleet_prom_parse((const char *)data, size, "fuzz", &v, &err) < 0)
+    /* Parsed in place: a copy of exactly the input's size, so reads past it are caught. */
+    char *buf = malloc(size ? size : 1);
+    memcpy(buf, data, size);
+    if (hbm_fleet_prom_parse(buf, size, "fuzz", NULL, &v, &err) < 0) {
+        free(buf);
         return 0;
+    }
     /* The same answer for every query: labels the builder does not expect included. */
     hbm_fleet_prom_vec ans[HBM_FQ_COUNT];
     for (int q = 0; q < HBM_FQ_COUNT; q++)
@@ -18,9 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hbm_fleet f;
     memset(&f, 0, sizeof f);
     hbm_fleet_build(&f, ans);
-    json_decref(hbm_fleet_json(&f));
+    for (size_t i = 0; i < f.nnodes; i++)
+        json_decref(hbm_fleet_node_json(&f.nodes[i]));
     hbm_fleet_dirty(&f);
     hbm_fleet_free(&f);
     hbm_fleet_prom_vec_free(&v);
+    /* Again keeping only the labels the view takes, as fleet reads its answers. */
+    memcpy(buf, data, size);
+    if (hbm_fleet_prom_parse(buf, size, "fuzz", hbm_fleet_labels(HBM_FQ_PROC_MEM), &v, &err) == 0)
+        hbm_fleet_prom_vec_free(&v);
+    free(buf);
     return 0;
 }

@@ -12,22 +12,25 @@
 
 #include "hbm/err.h"
 
-/* One sample of an instant vector: its labels (owned JSON object) and value. */
+/* One sample of an instant vector: its labels ("name\0value\0...name\0value\0\0", in
+ * the answer's own buffer) and value. */
 typedef struct hbm_fleet_prom_sample {
-    json_t *metric;
+    const char *labels;
     double value;
 } hbm_fleet_prom_sample;
 
 typedef struct hbm_fleet_prom_vec {
-    hbm_fleet_prom_sample *s; /* owned */
+    hbm_fleet_prom_sample *s; /* owned; the labels belong to the parsed buffer */
     size_t n;
 } hbm_fleet_prom_vec;
 
-/* Parses an answer of Prometheus's /api/v1/query holding an instant vector. An error answer
- * ("status": "error") or anything else than a vector is -1 with a message; what names the
- * query for messages. */
-int hbm_fleet_prom_parse(const char *buf, size_t len, const char *what, hbm_fleet_prom_vec *out,
-                   hbm_err *err);
+/* Parses an answer of Prometheus's /api/v1/query holding an instant vector, in place: the
+ * label strings are decoded over the buffer's own bytes (no JSON tree is built), so buf must
+ * outlive out. Only the labels named in keep (NULL-terminated; NULL: all) are kept; strings
+ * nothing uses are only delimited, not checked. An error answer ("status": "error") or
+ * anything else than a vector is -1 with a message; what names the query for messages. */
+int hbm_fleet_prom_parse(char *buf, size_t len, const char *what, const char *const *keep,
+                         hbm_fleet_prom_vec *out, hbm_err *err);
 void hbm_fleet_prom_vec_free(hbm_fleet_prom_vec *v);
 /* A label's value, "" when absent. */
 const char *hbm_fleet_prom_label(const hbm_fleet_prom_sample *s, const char *name);
@@ -61,7 +64,9 @@ typedef struct hbm_fleet_node {
     char instance[256];
     char job[128];
     char hostname[128];  /* "" unknown */
+    bool hostname_shared; /* another node has the same hostname */
     bool stale;          /* its last scrape failed */
+    char target_pod[256]; /* the target's own pod label: never a holder's pod */
     hbm_fleet_dev *devs;
     size_t ndevs;
     hbm_fleet_finding *findings;
@@ -73,6 +78,8 @@ typedef struct hbm_fleet {
     double at;            /* evaluation time, unix seconds */
     hbm_fleet_node *nodes;
     size_t nnodes;
+    struct hbm_fleet_index *index; /* while building: nodes, devices, processes by key */
+    size_t lookups, probes; /* index lookups while building, and the slots they visited */
 } hbm_fleet;
 
 /* The queries, in the order hbm_fleet_build takes their answers. */
@@ -90,6 +97,8 @@ enum {
 };
 /* The PromQL of query q narrowed by selector (label matchers without braces, "" none). */
 void hbm_fleet_query(int q, const char *selector, char *buf, size_t n);
+/* The labels the view takes from query q's answer (NULL-terminated). */
+const char *const *hbm_fleet_labels(int q);
 
 typedef struct hbm_fleet_opts {
     const char *url;          /* Prometheus base URL */
@@ -97,18 +106,34 @@ typedef struct hbm_fleet_opts {
     const char *bearer_token; /* NULL none */
     const char *username, *password;
     const char *ca_file;
-    double timeout_s;
+    double timeout_s; /* for all queries together */
 } hbm_fleet_opts;
 
-/* One instant query of Prometheus at base (its URL) at time at. */
-int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql, double at,
-                   hbm_fleet_prom_vec *out, hbm_err *err);
-/* Runs every query and builds the view. -1 when Prometheus cannot be reached or an answer
- * cannot be read. */
+/* One instant query of Prometheus at base (its URL) at time at, answered by the monotonic
+ * time deadline, keeping the labels named in keep. *body (owned) holds the labels of out;
+ * free it after out. */
+int hbm_fleet_prom_query(const hbm_fleet_opts *o, const char *base, const char *promql,
+                         const char *const *keep, double at, double deadline,
+                         hbm_fleet_prom_vec *out, char **body, hbm_err *err);
+/* Runs every query, one answer in memory at a time, and builds the view; the opts' timeout
+ * bounds them all together. -1 when Prometheus cannot be reached in time, an answer cannot
+ * be read, or no node matches. */
 int hbm_fleet_fetch(const hbm_fleet_opts *o, hbm_fleet *out, hbm_err *err);
 /* Builds the view from the answers of the HBM_FQ_* queries (ans[HBM_FQ_COUNT]). */
 void hbm_fleet_build(hbm_fleet *f, const hbm_fleet_prom_vec *ans);
+/* The same one answer at a time: hbm_fleet_add for each query in HBM_FQ_* order (the
+ * nodes come from HBM_FQ_UP), then hbm_fleet_finish, which sorts. Each step costs time
+ * linear in its samples. */
+void hbm_fleet_add(hbm_fleet *f, int q, const hbm_fleet_prom_vec *v);
+void hbm_fleet_finish(hbm_fleet *f);
 void hbm_fleet_free(hbm_fleet *f);
+
+/* Reads a secret (a bearer token or a password) from a file: a regular file opened without
+ * blocking, at most 64 KiB, one trailing newline cut. Any control byte left (CR, LF, NUL,
+ * ESC, ...) is refused: it would forge HTTP headers; so is a space in a token. */
+int hbm_fleet_read_secret(const char *path, bool token, char **out, hbm_err *err);
+/* The URL with any userinfo replaced by "***", for messages. */
+void hbm_fleet_redact_url(const char *url, char *buf, size_t n);
 
 /* Severity rank of a node, worst first in the view: UNHEALTHY 5, ORPHANED 4, stale 3,
  * UNACCOUNTED 2, BUSY 1, FREE 0. */
@@ -116,7 +141,8 @@ int hbm_fleet_node_rank(const hbm_fleet_node *n);
 /* True when a device is ORPHANED, UNACCOUNTED or UNHEALTHY, a finding is critical, or a
  * node is stale: what makes `hbmctl fleet` exit 1. */
 bool hbm_fleet_dirty(const hbm_fleet *f);
-/* The --json document (docs/fleet.md). */
-json_t *hbm_fleet_json(const hbm_fleet *f);
+/* One node of the --json document's "nodes" (docs/fleet.md): the document is written a
+ * node at a time, so its size in memory is one node's, not the fleet's. */
+json_t *hbm_fleet_node_json(const hbm_fleet_node *n);
 
 #endif

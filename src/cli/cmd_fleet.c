@@ -1,6 +1,6 @@
 /* hbmctl fleet: every node's devices, verdicts, holders and findings from the hbmctl metrics
  * a Prometheus server scrapes (docs/fleet.md). Exit 0 all clean, 1 a dirty or stale node,
- * 2 Prometheus unreachable or its answer unreadable. */
+ * 2 Prometheus unreachable, its answer unreadable or late, or no node matching. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,24 +15,23 @@ static const char about[] =
     "findings per node, worst first. A node whose last scrape failed is listed as\n"
     "stale. Scrape the exporters with honor_labels: true (docs/kubernetes.md).\n";
 
-/* A secret from a file, trailing newline cut; NULL with a message when unreadable. */
-static char *read_secret(const char *opt, const char *path)
+/* A secret from a file (docs/fleet.md); NULL with a message when refused. */
+static char *read_secret(const char *opt, const char *path, bool token)
 {
-    char *buf;
-    size_t n;
-    hbm_err err = {{0}};
-    if (hbm_read_file(path, 4095, &buf, &n, &err) < 0) {
+    char *s;
+    hbm_err err;
+    if (hbm_fleet_read_secret(path, token, &s, &err) < 0) {
         cli_errorf("%s %s", opt, err.msg);
         return NULL;
     }
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = '\0';
-    if (!n) {
-        free(buf);
-        cli_errorf("%s %s: empty", opt, path);
-        return NULL;
-    }
-    return buf;
+    return s;
+}
+
+static void free_secret(char *s)
+{
+    if (s)
+        explicit_bzero(s, strlen(s));
+    free(s);
 }
 
 static hbm_verdict verdict_of(const char *name)
@@ -44,12 +43,9 @@ static hbm_verdict verdict_of(const char *name)
 }
 
 /* The hostname, unless another node has it too (or it is unknown): then the instance. */
-static const char *node_name(const hbm_fleet *f, const hbm_fleet_node *n)
+static const char *node_name(const hbm_fleet_node *n)
 {
-    for (size_t i = 0; n->hostname[0] && i < f->nnodes; i++)
-        if (&f->nodes[i] != n && !strcmp(f->nodes[i].hostname, n->hostname))
-            return n->instance;
-    return n->hostname[0] ? n->hostname : n->instance;
+    return n->hostname[0] && !n->hostname_shared ? n->hostname : n->instance;
 }
 
 static void print_dev(const char *node, const hbm_fleet_dev *d, bool first)
@@ -89,7 +85,7 @@ static void print_text(const hbm_fleet *f)
            "MEMORY USED / TOTAL", "LEAK");
     for (size_t i = 0; i < f->nnodes; i++) {
         const hbm_fleet_node *n = &f->nodes[i];
-        const char *name = node_name(f, n);
+        const char *name = node_name(n);
         if (n->stale)
             printf("%-24.24s stale: its last scrape failed (%s)\n", name, n->instance);
         else if (n->ndevs == 0)
@@ -103,6 +99,44 @@ static void print_text(const hbm_fleet *f)
                    (long long)x->count);
         }
     }
+}
+
+/* Writes a JSON value as part of the --json document, its lines indented by indent. */
+static void dump_at(const json_t *j, const char *indent)
+{
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+                                JSON_REAL_PRECISION(10));
+    for (const char *c = s, *nl; c && *c; c = nl + 1) {
+        nl = strchr(c, '\n');
+        if (!nl) {
+            fputs(c, stdout);
+            break;
+        }
+        fwrite(c, 1, (size_t)(nl - c) + 1, stdout);
+        fputs(indent, stdout);
+    }
+    free(s);
+}
+
+/* The --json document, a node at a time: the same text as one dump of the whole tree,
+ * without the whole tree in memory (tens of MB at thousands of nodes). */
+static void print_json(const hbm_fleet *f)
+{
+    json_t *url = json_string(f->prometheus), *at = json_real(f->at);
+    fputs("{\n  \"prometheus\": ", stdout);
+    dump_at(url, "");
+    fputs(",\n  \"at\": ", stdout);
+    dump_at(at, "");
+    fputs(",\n  \"nodes\": [", stdout);
+    for (size_t i = 0; i < f->nnodes; i++) {
+        json_t *n = hbm_fleet_node_json(&f->nodes[i]);
+        fputs(i ? ",\n    " : "\n    ", stdout);
+        dump_at(n, "    ");
+        json_decref(n);
+    }
+    fputs(f->nnodes ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    json_decref(url);
+    json_decref(at);
 }
 
 int cmd_fleet(int argc, char **argv)
@@ -125,7 +159,8 @@ int cmd_fleet(int argc, char **argv)
         CLI_OPT(CLI_STRING, "ca-file", 0, "FILE", &o.ca_file,
                 "CA bundle that signed the server's certificate"),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &o.timeout_s,
-                "time limit per query (default 10s)", .min = 1e-9, .why = "must be > 0"),
+                "time limit for all queries together (default 10s)", .min = 1e-9,
+                .why = "must be > 0"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -136,7 +171,7 @@ int cmd_fleet(int argc, char **argv)
                      "devices: [...], findings: [...]}]} (docs/fleet.md)",
         .exits = "exit: 0 every node clean, 1 a device ORPHANED, UNACCOUNTED or UNHEALTHY, a\n"
                  "      critical finding, or a stale node; 2 Prometheus unreachable, its answer\n"
-                 "      unreadable, or bad usage\n",
+                 "      unreadable or late, no hbmctl exporter matching, or bad usage\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
@@ -148,24 +183,31 @@ int cmd_fleet(int argc, char **argv)
                              o.username ? o.username : password_file,
                              "--user and --password-file go together, without "
                              "--bearer-token-file");
-    char *token = token_file ? read_secret("--bearer-token-file", token_file) : NULL;
-    char *password = password_file ? read_secret("--password-file", password_file) : NULL;
-    if ((token_file && !token) || (password_file && !password))
+    for (const char *c = o.username; c && *c; c++)
+        if (*c == ':' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            return cli_bad_value(&spec, "user", "", "a basic auth user name has no ':' and "
+                                                    "no control character");
+    char *token = token_file ? read_secret("--bearer-token-file", token_file, true) : NULL;
+    char *password = password_file ? read_secret("--password-file", password_file, false) : NULL;
+    if ((token_file && !token) || (password_file && !password)) {
+        free_secret(token);
+        free_secret(password);
         return CLI_EXIT_ERROR;
+    }
     o.bearer_token = token;
     o.password = password;
     hbm_fleet f;
     hbm_err err = {{0}};
     rc = hbm_fleet_fetch(&o, &f, &err);
-    free(token);
-    free(password);
+    free_secret(token);
+    free_secret(password);
     if (rc < 0) {
         cli_errorf("%s", err.msg);
         return CLI_EXIT_ERROR;
     }
     bool dirty = hbm_fleet_dirty(&f);
     if (common.json)
-        cli_json_out(hbm_fleet_json(&f));
+        print_json(&f);
     else
         print_text(&f);
     hbm_fleet_free(&f);

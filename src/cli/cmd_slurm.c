@@ -13,21 +13,26 @@
 static const char about[] =
     "Slurm's Prolog, Epilog and HealthCheckProgram (docs/slurm.md). The job's devices\n"
     "come from --devices, else SLURM_JOB_GPUS, ASCEND_RT_VISIBLE_DEVICES,\n"
-    "CUDA_VISIBLE_DEVICES (first set wins), else every device; healthcheck looks at\n"
-    "every device.\n"
+    "CUDA_VISIBLE_DEVICES (first set wins), else from `scontrol show job -d` (the GRES\n"
+    "IDX of this node); when none of these says, nothing is checked or ended (exit 2).\n"
+    "healthcheck looks at every device.\n"
     "  prolog       refuses the job (exit 1, the node drained with the reason) when one\n"
     "               of its devices is unhealthy, holds memory of a process outside the\n"
-    "               job, or memory no process accounts for\n"
-    "  epilog       ends every process that holds one of the job's devices or belongs\n"
-    "               to it (its cgroup, or SLURM_JOB_ID in its environment): SIGTERM,\n"
-    "               --grace, SIGKILL, through a pidfd after a start-time check; removes\n"
-    "               the SysV segments they created once nobody uses them; waits up to\n"
-    "               --settle for the memory to return; audits each action; drains the\n"
-    "               node and exits 1 when memory stays; after a job the prolog refused\n"
-    "               it ends only the job's own processes\n"
+    "               job, or memory no process accounts for; exit 2 when the refusal\n"
+    "               cannot be noted under --state-dir\n"
+    "  epilog       ends the job's own processes, and only those: proof is the job's\n"
+    "               cgroup or SLURM_JOB_ID=<job> in the environment, never a listing by\n"
+    "               the driver alone. SIGTERM, --grace, SIGKILL, through a pidfd after a\n"
+    "               start-time check; removes the SysV segments they created once nobody\n"
+    "               uses them; waits up to --settle for the memory to return; audits\n"
+    "               each action; drains the node and exits 1 when memory stays or a\n"
+    "               process of no job holds a device (left alone)\n"
     "  healthcheck  drains on an unhealthy device or memory held outside every job;\n"
     "               resumes a node only when the drain reason is hbmctl's own\n"
-    "               (it starts with \"" HBM_SLURM_REASON_PREFIX "\")\n";
+    "               (it starts with \"" HBM_SLURM_REASON_PREFIX "\")\n"
+    "A node is drained or resumed only in a state hbmctl may change (IDLE, MIXED,\n"
+    "ALLOCATED; COMPLETING; a DRAIN with hbmctl's reason): DOWN, FAIL, MAINT, REBOOT,\n"
+    "a reservation and any other drain are kept as they are.\n";
 
 static const char *const modes[] = {"prolog", "epilog", "healthcheck"};
 
@@ -76,7 +81,11 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
                                                "name", k->comm, "why", k->why, "done", k->done,
                                                "result", k->result));
     }
-    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o}", "mode",
+    json_t *kept = r->kept_state[0]
+                       ? json_pack("{s:s, s:s}", "state", r->kept_state, "why", r->kept_why)
+                       : json_null();
+    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o, s:o}",
+                     "mode",
                      modes[o->mode], "node", o->env.node, "job",
                      o->env.job_id ? json_string(o->env.job_id) : json_null(), "devices", devs,
                      "devices_from", r->devs_from, "problem",
@@ -84,7 +93,8 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
                      "shm_removed", (json_int_t)r->shm_removed, "refused_job", r->refused_job,
                      "drained", r->drained,
                      "resumed", r->resumed, "kept_reason",
-                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null());
+                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null(), "kept",
+                     kept);
 }
 
 static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
@@ -110,9 +120,8 @@ static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
         printf("node %s drained\n", o->env.node);
     if (r->resumed)
         printf("node %s resumed: its devices are clean again\n", o->env.node);
-    if (r->kept_reason[0])
-        printf("node %s stays as it is: drained for another reason (%s)\n", o->env.node,
-               r->kept_reason);
+    if (r->kept_why[0])
+        printf("node %s stays as it is: %s\n", o->env.node, r->kept_why);
     if (!r->problem[0] && !r->resumed && !r->refused_job)
         printf("%s: devices clean (%s)\n", o->env.node, r->devs_from);
 }

@@ -97,8 +97,21 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
                      kept);
 }
 
+/* "job 42: devices 0,1 (from SLURM_JOB_GPUS)", so a log shows where they came from. */
+static void print_devices(const hbm_slurm_opts *o, const hbm_slurm_result *r)
+{
+    char list[HBM_SLURM_MAX_DEVS * 8] = "";
+    for (size_t i = 0, pos = 0; i < r->ndevs && pos < sizeof list; i++)
+        pos += (size_t)snprintf(list + pos, sizeof list - pos, "%s%lld", i ? "," : "",
+                                (long long)r->devs[i]);
+    printf("job %s: %s%s (from %s)\n", o->env.job_id, r->ndevs ? "devices " : "no device",
+           list, r->devs_from);
+}
+
 static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
 {
+    if (o->mode != HBM_SLURM_HEALTHCHECK && r->devs_from[0])
+        print_devices(o, r);
     for (size_t i = 0; i < r->nkills; i++) {
         char label[140];
         snprintf(label, sizeof label, "ended pid %d (%s, %s):", r->kills[i].pid,

@@ -298,7 +298,7 @@ int hbm_slurm_parse_job_gres(const char *buf, size_t len, const char *node, int6
     if (len < 6 || memcmp(buf, "JobId=", 6) != 0)
         return hbm_err_set(err, "scontrol show job, line 1: \"JobId=\" expected");
     size_t lineno = 0;
-    bool named = false;
+    bool named = false, has_devices = false;
     for (size_t i = 0; i < len;) {
         const char *line = buf + i;
         const char *nl = memchr(line, '\n', len - i);
@@ -307,6 +307,10 @@ int hbm_slurm_parse_job_gres(const char *buf, size_t len, const char *node, int6
         lineno++;
         if (memchr(line, 0, ll))
             return hbm_err_set(err, "scontrol show job, line %zu: a NUL byte", lineno);
+        /* "JOB_GRES=gpu:2": the job has devices, whatever the detail lines say. */
+        size_t jl;
+        const char *jg = line_field(line, ll, "JOB_GRES=", &jl);
+        has_devices |= jg && (memmem(jg, jl, "gpu", 3) || memmem(jg, jl, "npu", 3));
         /* The -d detail lines: "Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=gpu:2(IDX:0-1)". */
         size_t nodesl, gresl;
         const char *nodes = line_field(line, ll, "Nodes=", &nodesl);
@@ -321,6 +325,10 @@ int hbm_slurm_parse_job_gres(const char *buf, size_t len, const char *node, int6
     if (!named)
         return hbm_err_set(err, "scontrol show job -d: no \"Nodes=\" line names node %.60s",
                            node);
+    /* A completing job keeps JOB_GRES but its detail lines lose the IDX (Slurm 22.05). */
+    if (*n == 0 && has_devices)
+        return hbm_err_set(err, "scontrol show job -d: the job has devices (JOB_GRES) but no "
+                           "IDX names them any more");
     return 0;
 }
 

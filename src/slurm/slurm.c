@@ -16,6 +16,8 @@
 #include "hbm/observe.h"
 #include "slurm_int.h"
 
+#define DEVS_FROM_SCONTROL "scontrol show job"
+
 void slurm_dev_name(const hbm_device *d, char *buf, size_t n)
 {
     snprintf(buf, n, "%s %lld", d->vendor == HBM_VENDOR_ASCEND ? "NPU" : "GPU",
@@ -26,7 +28,8 @@ void slurm_dev_name(const hbm_device *d, char *buf, size_t n)
  * Slurm itself (`scontrol show job -d`). Returns 1 when every device is meant (the health
  * check), 0 when res->devs names them, -1 when they cannot be determined: then nothing may
  * be judged or ended, never "all devices" in their place. */
-static int job_devices(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
+static int job_devices(const hbm_slurm_opts *o, const char *noted, hbm_slurm_result *res,
+                       hbm_err *err)
 {
     const struct {
         const char *name, *value;
@@ -48,11 +51,18 @@ static int job_devices(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *
         snprintf(res->devs_from, sizeof res->devs_from, "all devices");
         return 1;
     }
-    if (slurm_job_devices(o, res->devs, HBM_SLURM_MAX_DEVS, &res->ndevs, err) < 0)
-        return hbm_err_prefix(err, "job %s's devices: no device variable is set, and Slurm "
-                              "does not say (nothing was checked or ended)", o->env.job_id);
-    snprintf(res->devs_from, sizeof res->devs_from, "scontrol show job");
-    return 0;
+    snprintf(res->devs_from, sizeof res->devs_from, DEVS_FROM_SCONTROL);
+    if (slurm_job_devices(o, res->devs, HBM_SLURM_MAX_DEVS, &res->ndevs, err) == 0)
+        return 0;
+    /* The epilog of a completing job: what the prolog learned from Slurm. */
+    if (noted && hbm_slurm_parse_devlist(noted, res->devs, HBM_SLURM_MAX_DEVS, &res->ndevs,
+                                         err) == 0) {
+        snprintf(res->devs_from, sizeof res->devs_from, "scontrol show job, in the prolog");
+        return 0;
+    }
+    res->ndevs = 0;
+    return hbm_err_prefix(err, "job %s's devices: no device variable is set, and Slurm does "
+                          "not say (nothing was checked or ended)", o->env.job_id);
 }
 
 static void all_devices(const hbm_obs *obs, hbm_slurm_result *res)
@@ -171,7 +181,7 @@ static bool clean_without_host(const hbm_slurm_opts *o, int all, hbm_slurm_resul
 
 static int check_once(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
-    int all = job_devices(o, res, err);
+    int all = job_devices(o, NULL, res, err);
     if (all < 0)
         return -1;
     if (clean_without_host(o, all, res))
@@ -267,18 +277,20 @@ static int wait_clean(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *e
     }
 }
 
-static char *marker_path(const hbm_slurm_opts *o)
+/* The prolog's notes for the epilog of the same job, under --state-dir: "refused" (the job
+ * never ran) and "devices" (what Slurm named when no variable did: a completing job's
+ * `scontrol show job -d` no longer does). The job id was validated: it is a file name. */
+static char *note_path(const hbm_slurm_opts *o, const char *kind)
 {
-    return hbm_xasprintf("%s/job_%s.refused", o->state_dir ? o->state_dir
-                                                            : HBM_SLURM_STATE_DEFAULT,
-                         o->env.job_id);
+    return hbm_xasprintf("%s/job_%s.%s", o->state_dir ? o->state_dir : HBM_SLURM_STATE_DEFAULT,
+                         o->env.job_id, kind);
 }
 
-/* Without the note, the epilog would not know the job never ran: a prolog that cannot write
- * it fails (the caller exits 2), and Slurm drains the node itself. */
-static int mark_refused(const hbm_slurm_opts *o, const char *problem, hbm_err *err)
+/* -1 with "PATH: why" in err when the note cannot be written. */
+static int write_note(const hbm_slurm_opts *o, const char *kind, const char *text,
+                      hbm_err *err)
 {
-    char *path = marker_path(o);
+    char *path = note_path(o, kind);
     char *slash = strrchr(path, '/');
     *slash = 0;
     for (char *p = path + 1; *p; p++)
@@ -292,39 +304,58 @@ static int mark_refused(const hbm_slurm_opts *o, const char *problem, hbm_err *e
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
                   0640);
     int saved = errno;
-    bool ok = fd >= 0 && dprintf(fd, "%s\n", problem) > 0;
+    bool ok = fd >= 0 && dprintf(fd, "%s\n", text) > 0;
     if (fd >= 0) {
         saved = ok ? 0 : errno;
         ok = close(fd) == 0 && ok;
         saved = saved ? saved : errno;
     }
     if (!ok)
-        hbm_err_set(err, "%s: %s: the refusal of job %s cannot be noted for its epilog, so "
-                    "the prolog fails closed (refused because %.300s)", path, strerror(saved),
-                    o->env.job_id, problem);
+        hbm_err_set(err, "%s: %s", path, strerror(saved));
     free(path);
     return ok ? 0 : -1;
 }
 
-/* True (and the note removed) when the prolog refused this job. */
-static bool take_refused(const hbm_slurm_opts *o)
+/* The note's text (the caller frees it), or NULL when there is none; the note is removed. */
+static char *take_note(const hbm_slurm_opts *o, const char *kind)
 {
-    char *path = marker_path(o);
-    bool was = unlink(path) == 0;
+    char *path = note_path(o, kind), *text = NULL;
+    size_t len;
+    if (hbm_read_file(path, 4096, &text, &len, NULL) < 0)
+        text = NULL;
+    unlink(path);
     free(path);
-    return was;
+    return text ? hbm_trim(text) : NULL;
+}
+
+/* The devices the prolog learned from scontrol, for an epilog that can no longer. */
+static int note_devices(const hbm_slurm_opts *o, const hbm_slurm_result *res, hbm_err *err)
+{
+    char list[HBM_SLURM_MAX_DEVS * 8] = "";
+    for (size_t i = 0, pos = 0; i < res->ndevs && pos < sizeof list; i++)
+        pos += (size_t)snprintf(list + pos, sizeof list - pos, "%s%lld", i ? "," : "",
+                                (long long)res->devs[i]);
+    if (write_note(o, "devices", res->ndevs ? list : "NoDevFiles", err) == 0)
+        return 0;
+    return hbm_err_prefix(err, "job %s's devices (from scontrol) cannot be noted for its "
+                          "epilog, so the prolog fails closed", o->env.job_id);
 }
 
 static int epilog(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
-    res->refused_job = take_refused(o);
+    char *refused = take_note(o, "refused"), *noted = take_note(o, "devices");
+    res->refused_job = refused != NULL;
+    free(refused);
     if (res->refused_job) {
+        free(noted);
         /* The job never ran: what holds its devices is not its own, and the prolog's drain
          * already names it; the health check lifts that drain once the device is clean. */
         slurm_find_members(o->src.root, o->env.job_id, res);
         return slurm_end_targets(o, res, err);
     }
-    if (job_devices(o, res, err) < 0)
+    int all = job_devices(o, noted, res, err);
+    free(noted);
+    if (all < 0)
         return -1;
     hbm_obs obs;
     if (observe(o, &obs, err) < 0)
@@ -377,8 +408,14 @@ int hbm_slurm_run(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
     int rc = o->mode == HBM_SLURM_EPILOG ? epilog(o, res, err) : check_once(o, res, err);
     if (rc < 0 || o->no_drain)
         return rc;
-    if (rc == 1 && o->mode == HBM_SLURM_PROLOG && mark_refused(o, res->problem, err) < 0)
+    if (o->mode == HBM_SLURM_PROLOG && strcmp(res->devs_from, DEVS_FROM_SCONTROL) == 0 &&
+        note_devices(o, res, err) < 0)
         return -1;
+    /* Without the note, the epilog would not know the job never ran. */
+    if (rc == 1 && o->mode == HBM_SLURM_PROLOG && write_note(o, "refused", res->problem, err) < 0)
+        return hbm_err_prefix(err, "the refusal of job %s cannot be noted for its epilog, so "
+                              "the prolog fails closed (refused because %.300s)",
+                              o->env.job_id, res->problem);
     if (rc == 1)
         return slurm_node_drain(o, res, err) < 0 ? -1 : 1;
     if (o->mode == HBM_SLURM_HEALTHCHECK && slurm_node_resume_own(o, res, err) < 0)

@@ -136,6 +136,13 @@ static void test_job_gres(void **state)
     assert_int_equal(hbm_slurm_parse_job_gres(S("JobId=6\n Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n"),
                                               "n1", ids, 8, &n, &err), 0);
     assert_int_equal(n, 0);
+    /* A completing job (Slurm 22.05, as its epilog sees it): devices, but no IDX any more. */
+    assert_int_equal(hbm_slurm_parse_job_gres(S("JobId=6 JobName=a\n   JobState=COMPLETING\n"
+                                                "   JOB_GRES=gpu:1\n"
+                                                "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n"
+                                                "   TresPerNode=gres:gpu:1\n"),
+                                              "n1", ids, 8, &n, &err), -1);
+    assert_non_null(strstr(err.msg, "no IDX"));
     assert_int_equal(hbm_slurm_parse_job_gres(S("JobId=6\n Nodes=n1 CPU_IDs=0 Mem=0\n"), "n1",
                                               ids, 8, &n, &err), 0);
     assert_int_equal(n, 0);

@@ -163,8 +163,8 @@ int cmd_slurm(int argc, char **argv)
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &o.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n" HBM_AUDIT_DEFAULT_PATH ")"),
         CLI_OPT(CLI_STRING, "state-dir", 0, "DIR", &o.state_dir,
-                "where the prolog notes a job it refused, so its epilog leaves\n"
-                "the holder alone (default " HBM_SLURM_STATE_DEFAULT ")"),
+                "where the prolog notes a refusal and the devices scontrol\n"
+                "named, for the job's epilog (default " HBM_SLURM_STATE_DEFAULT ")"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -172,9 +172,10 @@ int cmd_slurm(int argc, char **argv)
         .cmd = "slurm", .usage = "prolog|epilog|healthcheck [OPTIONS]", .about = about,
         .opts = opts, .groups = CLI_G_JSON | CLI_G_LIVE, .common = &c, .max_args = 1,
         .json_help = "{\"mode\", \"node\", \"job\", \"devices\", \"problem\", \"ended\", ...}",
-        .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or already\n"
-                 "      drained for another reason); 2 could not look or act (bad option, no\n"
-                 "      backend, scontrol failed, audit log not writable)\n",
+        .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or its state\n"
+                 "      is not hbmctl's to change); 2 could not look or act (bad option or job\n"
+                 "      id, no backend, the job's devices unknown, scontrol failed, audit log\n"
+                 "      or state dir not writable)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);

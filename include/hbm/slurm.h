@@ -88,6 +88,8 @@ void hbm_slurm_result_free(hbm_slurm_result *res);
 /* Parses a device list: "0,1", "0-3,6" (Slurm and the visible-device variables); at most
  * max ids. "NoDevFiles" (Slurm's value for a GPU gres without device files) yields none. */
 int hbm_slurm_parse_devlist(const char *s, int64_t *ids, size_t max, size_t *n, hbm_err *err);
+/* The inverse, "0,1,3" (cut to fit outn; "" for none). */
+void hbm_slurm_format_devlist(const int64_t *ids, size_t n, char *out, size_t outn);
 
 /* The state and reason of one node from `scontrol show node -o NAME` output. */
 typedef struct hbm_slurm_node {

@@ -100,10 +100,8 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
 /* "job 42: devices 0,1 (from SLURM_JOB_GPUS)", so a log shows where they came from. */
 static void print_devices(const hbm_slurm_opts *o, const hbm_slurm_result *r)
 {
-    char list[HBM_SLURM_MAX_DEVS * 8] = "";
-    for (size_t i = 0, pos = 0; i < r->ndevs && pos < sizeof list; i++)
-        pos += (size_t)snprintf(list + pos, sizeof list - pos, "%s%lld", i ? "," : "",
-                                (long long)r->devs[i]);
+    char list[HBM_SLURM_MAX_DEVS * 8];
+    hbm_slurm_format_devlist(r->devs, r->ndevs, list, sizeof list);
     printf("job %s: %s%s (from %s)\n", o->env.job_id, r->ndevs ? "devices " : "no device",
            list, r->devs_from);
 }

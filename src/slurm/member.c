@@ -43,13 +43,18 @@ const char *slurm_is_member(const char *root, int pid, const char *job_id)
 {
     char *buf;
     size_t len;
-    bool in = false;
+    bool in = false, other = false;
     if (read_small(root, pid, "cgroup", &buf, &len)) {
         in = job_id ? hbm_slurm_cgroup_has_job(buf, len, job_id) : cgroup_any_job(buf);
+        other = !in && cgroup_any_job(buf);
         free(buf);
     }
     if (in)
         return "its cgroup is the job's";
+    /* In another job's cgroup: its environment, which any process can set, does not
+     * outweigh what only slurmstepd can write. */
+    if (other)
+        return NULL;
     if (read_small(root, pid, "environ", &buf, &len)) {
         in = job_id ? hbm_slurm_environ_has_job(buf, len, job_id) : environ_any_job(buf, len);
         free(buf);

@@ -32,6 +32,14 @@ static bool have(const int64_t *ids, size_t n, int64_t v)
     return false;
 }
 
+void hbm_slurm_format_devlist(const int64_t *ids, size_t n, char *out, size_t outn)
+{
+    out[0] = 0;
+    for (size_t i = 0, pos = 0; i < n && pos < outn; i++)
+        pos += (size_t)snprintf(out + pos, outn - pos, "%s%lld", i ? "," : "",
+                                (long long)ids[i]);
+}
+
 int hbm_slurm_parse_devlist(const char *s, int64_t *ids, size_t max, size_t *n, hbm_err *err)
 {
     *n = 0;

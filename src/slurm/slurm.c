@@ -331,10 +331,8 @@ static char *take_note(const hbm_slurm_opts *o, const char *kind)
 /* The devices the prolog learned from scontrol, for an epilog that can no longer. */
 static int note_devices(const hbm_slurm_opts *o, const hbm_slurm_result *res, hbm_err *err)
 {
-    char list[HBM_SLURM_MAX_DEVS * 8] = "";
-    for (size_t i = 0, pos = 0; i < res->ndevs && pos < sizeof list; i++)
-        pos += (size_t)snprintf(list + pos, sizeof list - pos, "%s%lld", i ? "," : "",
-                                (long long)res->devs[i]);
+    char list[HBM_SLURM_MAX_DEVS * 8];
+    hbm_slurm_format_devlist(res->devs, res->ndevs, list, sizeof list);
     if (write_note(o, "devices", res->ndevs ? list : "NoDevFiles", err) == 0)
         return 0;
     return hbm_err_prefix(err, "job %s's devices (from scontrol) cannot be noted for its "

@@ -24,6 +24,11 @@ static void test_devlist(void **state)
     assert_int_equal(n, 4);
     assert_int_equal(ids[0], 0);
     assert_int_equal(ids[3], 4);
+    char text[32];
+    hbm_slurm_format_devlist(ids, n, text, sizeof text);
+    assert_string_equal(text, "0,2,3,4");
+    hbm_slurm_format_devlist(ids, 0, text, sizeof text);
+    assert_string_equal(text, "");
     assert_int_equal(hbm_slurm_parse_devlist("NoDevFiles", ids, 8, &n, &err), 0);
     assert_int_equal(n, 0);
     assert_int_equal(hbm_slurm_parse_devlist("0,GPU-1a2b", ids, 8, &n, &err), -1);

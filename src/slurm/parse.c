@@ -204,19 +204,32 @@ static bool host_item_has(const char *it, size_t il, const char *name)
     return false;
 }
 
+/* The next item of a list split at commas outside open/close brackets, from *pos; false at
+ * the end. *depth is left non-zero when the brackets do not match. */
+static bool next_item(const char *s, size_t len, char open, char close, size_t *pos,
+                      const char **item, size_t *il, int *depth)
+{
+    for (size_t i = *pos; i <= len; i++) {
+        char c = i < len ? s[i] : ',';
+        *depth += c == open ? 1 : c == close ? -1 : 0;
+        if (c != ',' || (*depth > 0 && i < len))
+            continue;
+        *item = s + *pos;
+        *il = i - *pos;
+        *pos = i + 1;
+        return true;
+    }
+    return false;
+}
+
 bool hbm_slurm_hostlist_has(const char *list, size_t len, const char *name)
 {
-    size_t start = 0;
+    size_t pos = 0, il;
+    const char *it;
     int depth = 0;
-    for (size_t i = 0; i <= len; i++) {
-        char c = i < len ? list[i] : ',';
-        depth += c == '[' ? 1 : c == ']' ? -1 : 0;
-        if (c != ',' || depth > 0)
-            continue;
-        if (i > start && host_item_has(list + start, i - start, name))
+    while (next_item(list, len, '[', ']', &pos, &it, &il, &depth))
+        if (il && host_item_has(it, il, name))
             return true;
-        start = i + 1;
-    }
     return false;
 }
 
@@ -266,17 +279,12 @@ static int gres_item(const char *it, size_t il, int64_t *ids, size_t max, size_t
 static int gres_value(const char *v, size_t vl, int64_t *ids, size_t max, size_t *n,
                       hbm_err *err)
 {
-    size_t start = 0;
+    size_t pos = 0, il;
+    const char *it;
     int depth = 0;
-    for (size_t i = 0; i <= vl; i++) {
-        char c = i < vl ? v[i] : ',';
-        depth += c == '(' ? 1 : c == ')' ? -1 : 0;
-        if (c != ',' || depth > 0)
-            continue;
-        if (gres_item(v + start, i - start, ids, max, n, err) < 0)
+    while (next_item(v, vl, '(', ')', &pos, &it, &il, &depth))
+        if (gres_item(it, il, ids, max, n, err) < 0)
             return -1;
-        start = i + 1;
-    }
     if (depth != 0)
         return hbm_err_set(err, "GRES \"%.*s\": parentheses do not match",
                            (int)(vl < 60 ? vl : 60), v);

@@ -1,5 +1,5 @@
-/* `scontrol show node -o` output, and the job-membership matchers of environ and cgroup
- * text, on arbitrary bytes. */
+/* `scontrol show node -o` output (and whether hbmctl may change that node), and the
+ * job-membership matchers of environ and cgroup text, on arbitrary bytes. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,7 +9,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     hbm_slurm_node node;
     hbm_err err;
-    hbm_slurm_parse_node((const char *)data, size, &node, &err);
+    char why[320];
+    if (hbm_slurm_parse_node((const char *)data, size, &node, &err) == 0)
+        hbm_slurm_node_changeable(&node, why, sizeof why);
     hbm_slurm_environ_has_job((const char *)data, size, "42");
     hbm_slurm_cgroup_has_job((const char *)data, size, "42");
     return 0;

@@ -75,7 +75,9 @@ typedef struct hbm_slurm_result {
     bool refused_job;     /* epilog: the prolog had refused this job; nothing of it ran */
     bool drained;         /* scontrol drained the node */
     bool resumed;         /* health check: hbmctl's own drain lifted */
-    char kept_reason[200]; /* health check: a drain reason not hbmctl's, left alone */
+    char kept_reason[200]; /* the reason on a node left alone (not hbmctl's), "" if none */
+    char kept_state[64];   /* the state of a node left alone, "" when hbmctl could change it */
+    char kept_why[320];    /* why it was left alone, e.g. "state DOWN (DOWN is not ...)" */
 } hbm_slurm_result;
 
 /* Runs one mode. Returns 0 clean (and the node resumed when it was hbmctl's drain), 1 a
@@ -86,6 +88,8 @@ void hbm_slurm_result_free(hbm_slurm_result *res);
 /* Parses a device list: "0,1", "0-3,6" (Slurm and the visible-device variables); at most
  * max ids. "NoDevFiles" (Slurm's value for a GPU gres without device files) yields none. */
 int hbm_slurm_parse_devlist(const char *s, int64_t *ids, size_t max, size_t *n, hbm_err *err);
+/* The inverse, "0,1,3" (cut to fit outn; "" for none). */
+void hbm_slurm_format_devlist(const int64_t *ids, size_t n, char *out, size_t outn);
 
 /* The state and reason of one node from `scontrol show node -o NAME` output. */
 typedef struct hbm_slurm_node {
@@ -95,6 +99,26 @@ typedef struct hbm_slurm_node {
 } hbm_slurm_node;
 
 int hbm_slurm_parse_node(const char *buf, size_t len, hbm_slurm_node *out, hbm_err *err);
+
+/* Whether hbmctl may drain or resume this node (docs/slurm.md, "Admin states"): the base
+ * state is IDLE, MIXED or ALLOCATED, no flag but COMPLETING, DRAIN, PLANNED, CLOUD or
+ * DYNAMIC_NORM is set, and a DRAIN carries hbmctl's own reason. When not, why says what is
+ * kept, e.g. "state DOWN+DRAIN (DOWN is not hbmctl's to change)". */
+bool hbm_slurm_node_changeable(const hbm_slurm_node *n, char *why, size_t whyn);
+
+/* A job id as Slurm prints one job: digits, optionally "_N" (array task) or "+N" (het
+ * component). Anything else (a '/', "..", a space) never becomes a path or an argument. */
+bool hbm_slurm_job_id_valid(const char *id);
+
+/* True when the hostlist expression ("n1", "n[01-04,07],gpu3") names this node. */
+bool hbm_slurm_hostlist_has(const char *list, size_t len, const char *name);
+
+/* The job's device indexes on this node from `scontrol show job -d ID` output: the GRES=
+ * field of the detail lines whose Nodes= names the node, gpu and npu gres ("gpu:2(IDX:0-1)",
+ * "gpu:910b:1(IDX:3)"). 0 with *n = 0 when the job has none there; -1 on bad input or when
+ * no detail line names the node (its devices are then unknown, not none). */
+int hbm_slurm_parse_job_gres(const char *buf, size_t len, const char *node, int64_t *ids,
+                             size_t max, size_t *n, hbm_err *err);
 
 /* True when the environment block (NUL-separated, as /proc/PID/environ) holds
  * SLURM_JOB_ID=job_id (or its old name SLURM_JOBID). */

@@ -13,21 +13,26 @@
 static const char about[] =
     "Slurm's Prolog, Epilog and HealthCheckProgram (docs/slurm.md). The job's devices\n"
     "come from --devices, else SLURM_JOB_GPUS, ASCEND_RT_VISIBLE_DEVICES,\n"
-    "CUDA_VISIBLE_DEVICES (first set wins), else every device; healthcheck looks at\n"
-    "every device.\n"
+    "CUDA_VISIBLE_DEVICES (first set wins), else from `scontrol show job -d` (the GRES\n"
+    "IDX of this node); when none of these says, nothing is checked or ended (exit 2).\n"
+    "healthcheck looks at every device.\n"
     "  prolog       refuses the job (exit 1, the node drained with the reason) when one\n"
     "               of its devices is unhealthy, holds memory of a process outside the\n"
-    "               job, or memory no process accounts for\n"
-    "  epilog       ends every process that holds one of the job's devices or belongs\n"
-    "               to it (its cgroup, or SLURM_JOB_ID in its environment): SIGTERM,\n"
-    "               --grace, SIGKILL, through a pidfd after a start-time check; removes\n"
-    "               the SysV segments they created once nobody uses them; waits up to\n"
-    "               --settle for the memory to return; audits each action; drains the\n"
-    "               node and exits 1 when memory stays; after a job the prolog refused\n"
-    "               it ends only the job's own processes\n"
+    "               job, or memory no process accounts for; exit 2 when the refusal\n"
+    "               cannot be noted under --state-dir\n"
+    "  epilog       ends the job's own processes, and only those: proof is the job's\n"
+    "               cgroup or SLURM_JOB_ID=<job> in the environment, never a listing by\n"
+    "               the driver alone. SIGTERM, --grace, SIGKILL, through a pidfd after a\n"
+    "               start-time check; removes the SysV segments they created once nobody\n"
+    "               uses them; waits up to --settle for the memory to return; audits\n"
+    "               each action; drains the node and exits 1 when memory stays or a\n"
+    "               process of no job holds a device (left alone)\n"
     "  healthcheck  drains on an unhealthy device or memory held outside every job;\n"
     "               resumes a node only when the drain reason is hbmctl's own\n"
-    "               (it starts with \"" HBM_SLURM_REASON_PREFIX "\")\n";
+    "               (it starts with \"" HBM_SLURM_REASON_PREFIX "\")\n"
+    "A node is drained or resumed only in a state hbmctl may change (IDLE, MIXED,\n"
+    "ALLOCATED; COMPLETING; a DRAIN with hbmctl's reason): DOWN, FAIL, MAINT, REBOOT,\n"
+    "a reservation and any other drain are kept as they are.\n";
 
 static const char *const modes[] = {"prolog", "epilog", "healthcheck"};
 
@@ -76,7 +81,11 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
                                                "name", k->comm, "why", k->why, "done", k->done,
                                                "result", k->result));
     }
-    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o}", "mode",
+    json_t *kept = r->kept_state[0]
+                       ? json_pack("{s:s, s:s}", "state", r->kept_state, "why", r->kept_why)
+                       : json_null();
+    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o, s:o}",
+                     "mode",
                      modes[o->mode], "node", o->env.node, "job",
                      o->env.job_id ? json_string(o->env.job_id) : json_null(), "devices", devs,
                      "devices_from", r->devs_from, "problem",
@@ -84,11 +93,23 @@ static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
                      "shm_removed", (json_int_t)r->shm_removed, "refused_job", r->refused_job,
                      "drained", r->drained,
                      "resumed", r->resumed, "kept_reason",
-                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null());
+                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null(), "kept",
+                     kept);
+}
+
+/* "job 42: devices 0,1 (from SLURM_JOB_GPUS)", so a log shows where they came from. */
+static void print_devices(const hbm_slurm_opts *o, const hbm_slurm_result *r)
+{
+    char list[HBM_SLURM_MAX_DEVS * 8];
+    hbm_slurm_format_devlist(r->devs, r->ndevs, list, sizeof list);
+    printf("job %s: %s%s (from %s)\n", o->env.job_id, r->ndevs ? "devices " : "no device",
+           list, r->devs_from);
 }
 
 static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
 {
+    if (o->mode != HBM_SLURM_HEALTHCHECK && r->devs_from[0])
+        print_devices(o, r);
     for (size_t i = 0; i < r->nkills; i++) {
         char label[140];
         snprintf(label, sizeof label, "ended pid %d (%s, %s):", r->kills[i].pid,
@@ -110,9 +131,8 @@ static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
         printf("node %s drained\n", o->env.node);
     if (r->resumed)
         printf("node %s resumed: its devices are clean again\n", o->env.node);
-    if (r->kept_reason[0])
-        printf("node %s stays as it is: drained for another reason (%s)\n", o->env.node,
-               r->kept_reason);
+    if (r->kept_why[0])
+        printf("node %s stays as it is: %s\n", o->env.node, r->kept_why);
     if (!r->problem[0] && !r->resumed && !r->refused_job)
         printf("%s: devices clean (%s)\n", o->env.node, r->devs_from);
 }
@@ -141,8 +161,8 @@ int cmd_slurm(int argc, char **argv)
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &o.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n" HBM_AUDIT_DEFAULT_PATH ")"),
         CLI_OPT(CLI_STRING, "state-dir", 0, "DIR", &o.state_dir,
-                "where the prolog notes a job it refused, so its epilog leaves\n"
-                "the holder alone (default " HBM_SLURM_STATE_DEFAULT ")"),
+                "where the prolog notes a refusal and the devices scontrol\n"
+                "named, for the job's epilog (default " HBM_SLURM_STATE_DEFAULT ")"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };
@@ -150,9 +170,10 @@ int cmd_slurm(int argc, char **argv)
         .cmd = "slurm", .usage = "prolog|epilog|healthcheck [OPTIONS]", .about = about,
         .opts = opts, .groups = CLI_G_JSON | CLI_G_LIVE, .common = &c, .max_args = 1,
         .json_help = "{\"mode\", \"node\", \"job\", \"devices\", \"problem\", \"ended\", ...}",
-        .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or already\n"
-                 "      drained for another reason); 2 could not look or act (bad option, no\n"
-                 "      backend, scontrol failed, audit log not writable)\n",
+        .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or its state\n"
+                 "      is not hbmctl's to change); 2 could not look or act (bad option or job\n"
+                 "      id, no backend, the job's devices unknown, scontrol failed, audit log\n"
+                 "      or state dir not writable)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);

@@ -39,20 +39,27 @@ static bool cgroup_any_job(const char *buf)
     return false;
 }
 
-bool slurm_is_member(const char *root, int pid, const char *job_id)
+const char *slurm_is_member(const char *root, int pid, const char *job_id)
 {
     char *buf;
     size_t len;
-    bool in = false;
+    bool in = false, other = false;
     if (read_small(root, pid, "cgroup", &buf, &len)) {
         in = job_id ? hbm_slurm_cgroup_has_job(buf, len, job_id) : cgroup_any_job(buf);
+        other = !in && cgroup_any_job(buf);
         free(buf);
     }
-    if (!in && read_small(root, pid, "environ", &buf, &len)) {
+    if (in)
+        return "its cgroup is the job's";
+    /* In another job's cgroup: its environment, which any process can set, does not
+     * outweigh what only slurmstepd can write. */
+    if (other)
+        return NULL;
+    if (read_small(root, pid, "environ", &buf, &len)) {
         in = job_id ? hbm_slurm_environ_has_job(buf, len, job_id) : environ_any_job(buf, len);
         free(buf);
     }
-    return in;
+    return in ? "SLURM_JOB_ID in its environment" : NULL;
 }
 
 void slurm_add_target(hbm_slurm_result *res, int pid, uint64_t starttime, const char *comm,
@@ -100,14 +107,15 @@ void slurm_find_members(const char *root, const char *job_id, hbm_slurm_result *
         char state;
         if (hbm_host_starttime(root, (int)pid, &before, &state) < 0 || state == 'Z')
             continue;
-        if (!slurm_is_member(root, (int)pid, job_id))
+        const char *proof = slurm_is_member(root, (int)pid, job_id);
+        if (!proof)
             continue;
         /* The same start time after the read: what was read belongs to this process. */
         if (hbm_host_starttime(root, (int)pid, &after, NULL) < 0 || after != before)
             continue;
         char comm[32], why[80];
         read_comm(root, (int)pid, comm, sizeof comm);
-        snprintf(why, sizeof why, "belongs to job %s", job_id);
+        snprintf(why, sizeof why, "belongs to job %s: %s", job_id, proof);
         slurm_add_target(res, (int)pid, before, comm, why);
     }
     closedir(d);

@@ -40,17 +40,38 @@ static int update(const hbm_slurm_opts *o, const char *state, const char *reason
     return rc;
 }
 
-/* Drains with hbmctl's reason, unless the node is already drained for a reason that is not
- * hbmctl's: an administrator's reason is never overwritten. */
+/* True when the node is not hbmctl's to change; res then says why. */
+static bool kept(const hbm_slurm_node *node, hbm_slurm_result *res)
+{
+    if (hbm_slurm_node_changeable(node, res->kept_why, sizeof res->kept_why))
+        return false;
+    snprintf(res->kept_state, sizeof res->kept_state, "%s", node->state);
+    snprintf(res->kept_reason, sizeof res->kept_reason, "%s", node->reason);
+    return true;
+}
+
+int slurm_job_devices(const hbm_slurm_opts *o, int64_t *ids, size_t max, size_t *n,
+                      hbm_err *err)
+{
+    char *argv[] = {(char *)prog(o), "show", "job", "-d", (char *)o->env.job_id, NULL};
+    char *out;
+    size_t len;
+    if (hbm_run_capture(argv, &out, &len, err) < 0)
+        return -1;
+    int rc = hbm_slurm_parse_job_gres(out, len, o->env.node, ids, max, n, err);
+    free(out);
+    return rc;
+}
+
+/* Drains with hbmctl's reason, unless the node is in a state that is not hbmctl's to change
+ * (DOWN, FAIL, MAINT, a reservation, an administrator's drain): that is kept as it is. */
 int slurm_node_drain(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
     hbm_slurm_node node;
     if (slurm_node_read(o, &node, err) < 0)
         return -1;
-    if (node.drain && !hbm_str_starts(node.reason, HBM_SLURM_REASON_PREFIX)) {
-        snprintf(res->kept_reason, sizeof res->kept_reason, "%s", node.reason);
+    if (kept(&node, res))
         return 0;
-    }
     char reason[sizeof res->problem + 16];
     snprintf(reason, sizeof reason, HBM_SLURM_REASON_PREFIX "%s", res->problem);
     if (update(o, "drain", reason, err) < 0)
@@ -59,18 +80,15 @@ int slurm_node_drain(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *er
     return 0;
 }
 
-/* Resumes only a node whose drain reason hbmctl wrote. */
+/* Resumes only a node drained by hbmctl (its reason) and otherwise in a state hbmctl may
+ * change: a node an administrator also set DOWN, FAIL or MAINT stays. */
 int slurm_node_resume_own(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
     hbm_slurm_node node;
     if (slurm_node_read(o, &node, err) < 0)
         return -1;
-    if (!node.drain)
+    if (kept(&node, res) || !node.drain)
         return 0;
-    if (!hbm_str_starts(node.reason, HBM_SLURM_REASON_PREFIX)) {
-        snprintf(res->kept_reason, sizeof res->kept_reason, "%s", node.reason);
-        return 0;
-    }
     if (update(o, "resume", NULL, err) < 0)
         return -1;
     res->resumed = true;

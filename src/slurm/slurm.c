@@ -1,6 +1,7 @@
 /* The three Slurm modes over one observation each (the epilog observes again while it waits
  * for memory to return). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,19 @@
 #include "hbm/observe.h"
 #include "slurm_int.h"
 
+#define DEVS_FROM_SCONTROL "scontrol show job"
+
 void slurm_dev_name(const hbm_device *d, char *buf, size_t n)
 {
     snprintf(buf, n, "%s %lld", d->vendor == HBM_VENDOR_ASCEND ? "NPU" : "GPU",
              (long long)hbm_device_user_id(d));
 }
 
-/* The job's devices from what Slurm set, most specific first; none set: every device. */
-static int job_devices(const hbm_slurm_opts *o, const hbm_obs *obs, hbm_slurm_result *res,
+/* The job's devices from what Slurm set, most specific first; with no device variable, from
+ * Slurm itself (`scontrol show job -d`). Returns 1 when every device is meant (the health
+ * check), 0 when res->devs names them, -1 when they cannot be determined: then nothing may
+ * be judged or ended, never "all devices" in their place. */
+static int job_devices(const hbm_slurm_opts *o, const char *noted, hbm_slurm_result *res,
                        hbm_err *err)
 {
     const struct {
@@ -41,57 +47,95 @@ static int job_devices(const hbm_slurm_opts *o, const hbm_obs *obs, hbm_slurm_re
         snprintf(res->devs_from, sizeof res->devs_from, "%s", src[i].name);
         return 0;
     }
-    for (size_t i = 0; i < obs->ndevs && res->ndevs < HBM_SLURM_MAX_DEVS; i++)
-        res->devs[res->ndevs++] = hbm_device_user_id(&obs->devs[i]);
-    snprintf(res->devs_from, sizeof res->devs_from, "all devices");
-    return 0;
+    if (o->mode == HBM_SLURM_HEALTHCHECK) {
+        snprintf(res->devs_from, sizeof res->devs_from, "all devices");
+        return 1;
+    }
+    snprintf(res->devs_from, sizeof res->devs_from, DEVS_FROM_SCONTROL);
+    if (slurm_job_devices(o, res->devs, HBM_SLURM_MAX_DEVS, &res->ndevs, err) == 0)
+        return 0;
+    /* The epilog of a completing job: what the prolog learned from Slurm. */
+    if (noted && hbm_slurm_parse_devlist(noted, res->devs, HBM_SLURM_MAX_DEVS, &res->ndevs,
+                                         err) == 0) {
+        snprintf(res->devs_from, sizeof res->devs_from, "scontrol show job, in the prolog");
+        return 0;
+    }
+    res->ndevs = 0;
+    return hbm_err_prefix(err, "job %s's devices: no device variable is set, and Slurm does "
+                          "not say (nothing was checked or ended)", o->env.job_id);
 }
 
-/* The first process on d that the node must not keep: in the prolog one outside the job, in
- * the health check one outside every job, in the epilog any. A listed pid that is gone or a
- * zombie holds memory no job can free. */
-static const hbm_dproc *outsider(const hbm_slurm_opts *o, const hbm_device *d)
+static void all_devices(const hbm_obs *obs, hbm_slurm_result *res)
+{
+    res->ndevs = 0;
+    for (size_t i = 0; i < obs->ndevs && res->ndevs < HBM_SLURM_MAX_DEVS; i++)
+        res->devs[res->ndevs++] = hbm_device_user_id(&obs->devs[i]);
+}
+
+/* The first process on d that the node must not keep, or NULL. Prolog: one outside the job;
+ * health check: one outside every job; epilog: one of the job's still there, or one of no
+ * job at all (*left set: it is not the job's, so it is left alone and waiting will not
+ * help). Another job's process is that job's business in the health check and the epilog.
+ * A listed pid that is gone or a zombie holds memory no job can free. */
+static const hbm_dproc *outsider(const hbm_slurm_opts *o, const hbm_device *d, bool *left)
 {
     const char *job = o->mode == HBM_SLURM_HEALTHCHECK ? NULL : o->env.job_id;
+    *left = false;
     for (size_t i = 0; i < d->nprocs; i++) {
         const hbm_dproc *p = &d->procs[i];
         bool dead = p->state == HBM_PID_GONE || p->state == HBM_PID_UNSEEN ||
                     p->state == HBM_PID_ZOMBIE;
-        if (!dead && o->mode != HBM_SLURM_EPILOG && slurm_is_member(o->src.root, (int)p->pid, job))
+        if (dead)
+            return p;
+        bool ours = slurm_is_member(o->src.root, (int)p->pid, job) != NULL;
+        if (o->mode != HBM_SLURM_EPILOG) {
+            if (!ours)
+                return p;
             continue;
+        }
+        if (ours)
+            return p;
+        if (slurm_is_member(o->src.root, (int)p->pid, NULL))
+            continue;
+        *left = true;
         return p;
     }
     return NULL;
 }
 
-/* Why device d is not fit for a job, or "" when it is. */
-static void judge(const hbm_slurm_opts *o, const hbm_device *d, char *why, size_t n)
+/* Why device d is not fit for a job into why ("" when it is); 2 when waiting cannot help. */
+static int judge(const hbm_slurm_opts *o, const hbm_device *d, char *why, size_t n)
 {
     char name[32], size[32];
     slurm_dev_name(d, name, sizeof name);
     why[0] = 0;
     if (d->verdict == HBM_VERDICT_UNHEALTHY) {
         snprintf(why, n, "%s unhealthy: %.300s", name, d->reason);
-        return;
+        return 1;
     }
-    const hbm_dproc *p = outsider(o, d);
+    bool left;
+    const hbm_dproc *p = outsider(o, d, &left);
     if (p) {
         hbm_fmt_size(size, sizeof size, p->memory_bytes);
         const char *whose = o->mode == HBM_SLURM_PROLOG       ? ", outside the job"
                             : o->mode == HBM_SLURM_HEALTHCHECK ? ", outside any job"
-                                                               : "";
+                            : left ? ", of no job: left alone"
+                                   : "";
         snprintf(why, n, "%s holds %s of pid %lld (%s, %s)%s", name,
                  p->memory_bytes >= 0 ? size : "memory", (long long)p->pid,
                  p->name[0] ? p->name : "?", hbm_pid_state_name(p->state), whose);
-        return;
+        return left ? 2 : 1;
     }
     if (d->verdict == HBM_VERDICT_UNACCOUNTED) {
         hbm_fmt_size(size, sizeof size, d->unaccounted_bytes);
         snprintf(why, n, "%s has %s used by no process (%.200s)", name, size, d->reason);
+        return 1;
     }
+    return 0;
 }
 
-/* The first problem among the job's devices into res->problem; 1 when there is one. */
+/* The first problem among the job's devices into res->problem; 1 when there is one, 2 when
+ * waiting cannot clear it. */
 static int judge_all(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_result *res)
 {
     res->problem[0] = 0;
@@ -102,9 +146,9 @@ static int judge_all(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_result *re
                      "backend %s", (long long)res->devs[i], res->devs_from, obs->backend);
             return 1;
         }
-        judge(o, d, res->problem, sizeof res->problem);
-        if (res->problem[0])
-            return 1;
+        int rc = judge(o, d, res->problem, sizeof res->problem);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -114,19 +158,46 @@ static int observe(const hbm_slurm_opts *o, hbm_obs *obs, hbm_err *err)
     return hbm_observe(obs, &o->src, err);
 }
 
+/* True when the driver alone proves the job's devices clean: each healthy, no process
+ * listed, memory at its baseline. Such a node needs no walk over the host's processes. */
+static bool clean_without_host(const hbm_slurm_opts *o, int all, hbm_slurm_result *res)
+{
+    hbm_source_opts src = o->src;
+    src.no_host = true;
+    hbm_obs obs;
+    hbm_err ignored;
+    if (hbm_observe(&obs, &src, &ignored) < 0)
+        return false;
+    if (all)
+        all_devices(&obs, res);
+    bool clean = true;
+    for (size_t i = 0; i < res->ndevs && clean; i++) {
+        const hbm_device *d = hbm_obs_find_device(&obs, res->devs[i]);
+        clean = d && d->procs_known && d->nprocs == 0 && d->verdict == HBM_VERDICT_FREE;
+    }
+    hbm_obs_free(&obs);
+    return clean;
+}
+
 static int check_once(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
+    int all = job_devices(o, NULL, res, err);
+    if (all < 0)
+        return -1;
+    if (clean_without_host(o, all, res))
+        return 0;
     hbm_obs obs;
     if (observe(o, &obs, err) < 0)
         return -1;
-    int rc = job_devices(o, &obs, res, err);
-    if (rc == 0)
-        rc = judge_all(o, &obs, res);
+    if (all)
+        all_devices(&obs, res);
+    int rc = judge_all(o, &obs, res) ? 1 : 0;
     hbm_obs_free(&obs);
     return rc;
 }
 
-/* Every process on the job's devices or in the job becomes a target. */
+/* The job's own processes on its devices (the driver's listing alone proves nothing: the
+ * pid must be the job's by cgroup or environment), then every member of the job anywhere. */
 static void epilog_targets(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_result *res)
 {
     for (size_t i = 0; i < res->ndevs; i++) {
@@ -134,16 +205,18 @@ static void epilog_targets(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_resu
         for (size_t j = 0; d && j < d->nprocs; j++) {
             const hbm_hproc *hp = obs->has_host ? hbm_host_find(&obs->host, (int)d->procs[j].pid)
                                                 : NULL;
-            if (!hp || hp->state == 'Z')
+            const char *proof = hp && hp->state != 'Z'
+                                    ? slurm_is_member(o->src.root, hp->pid, o->env.job_id)
+                                    : NULL;
+            if (!proof)
                 continue;
             char why[80], name[32];
             slurm_dev_name(d, name, sizeof name);
-            snprintf(why, sizeof why, "holds %s", name);
+            snprintf(why, sizeof why, "holds %s, %s", name, proof);
             slurm_add_target(res, hp->pid, hp->starttime, hp->comm, why);
         }
     }
-    if (o->env.job_id)
-        slurm_find_members(o->src.root, o->env.job_id, res);
+    slurm_find_members(o->src.root, o->env.job_id, res);
 }
 
 static bool ended_by_us(const hbm_slurm_result *res, int pid)
@@ -193,28 +266,31 @@ static int wait_clean(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *e
         int rc = judge_all(o, &obs, res);
         hbm_obs_free(&obs);
         res->waited_s = hbm_now_mono() - t0;
-        if (rc == 0 || res->waited_s >= settle) {
-            if (rc)
+        if (rc == 0 || rc == 2 || res->waited_s >= settle) {
+            if (rc == 1)
                 snprintf(res->problem + strlen(res->problem),
                          sizeof res->problem - strlen(res->problem), " after the epilog "
                          "waited %.0f s", res->waited_s);
-            return rc;
+            return rc ? 1 : 0;
         }
         usleep(200 * 1000);
     }
 }
 
-static char *marker_path(const hbm_slurm_opts *o)
+/* The prolog's notes for the epilog of the same job, under --state-dir: "refused" (the job
+ * never ran) and "devices" (what Slurm named when no variable did: a completing job's
+ * `scontrol show job -d` no longer does). The job id was validated: it is a file name. */
+static char *note_path(const hbm_slurm_opts *o, const char *kind)
 {
-    return hbm_xasprintf("%s/job_%s.refused", o->state_dir ? o->state_dir
-                                                            : HBM_SLURM_STATE_DEFAULT,
-                         o->env.job_id);
+    return hbm_xasprintf("%s/job_%s.%s", o->state_dir ? o->state_dir : HBM_SLURM_STATE_DEFAULT,
+                         o->env.job_id, kind);
 }
 
-/* Best effort: without the note, the epilog would end the outsider the prolog refused. */
-static void mark_refused(const hbm_slurm_opts *o, const char *problem)
+/* -1 with "PATH: why" in err when the note cannot be written. */
+static int write_note(const hbm_slurm_opts *o, const char *kind, const char *text,
+                      hbm_err *err)
 {
-    char *path = marker_path(o);
+    char *path = note_path(o, kind);
     char *slash = strrchr(path, '/');
     *slash = 0;
     for (char *p = path + 1; *p; p++)
@@ -225,39 +301,63 @@ static void mark_refused(const hbm_slurm_opts *o, const char *problem)
         }
     mkdir(path, 0750);
     *slash = '/';
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%s\n", problem);
-        fclose(f);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                  0640);
+    int saved = errno;
+    bool ok = fd >= 0 && dprintf(fd, "%s\n", text) > 0;
+    if (fd >= 0) {
+        saved = ok ? 0 : errno;
+        ok = close(fd) == 0 && ok;
+        saved = saved ? saved : errno;
     }
+    if (!ok)
+        hbm_err_set(err, "%s: %s", path, strerror(saved));
     free(path);
+    return ok ? 0 : -1;
 }
 
-/* True (and the note removed) when the prolog refused this job. */
-static bool take_refused(const hbm_slurm_opts *o)
+/* The note's text (the caller frees it), or NULL when there is none; the note is removed. */
+static char *take_note(const hbm_slurm_opts *o, const char *kind)
 {
-    char *path = marker_path(o);
-    bool was = unlink(path) == 0;
+    char *path = note_path(o, kind), *text = NULL;
+    size_t len;
+    if (hbm_read_file(path, 4096, &text, &len, NULL) < 0)
+        text = NULL;
+    unlink(path);
     free(path);
-    return was;
+    return text ? hbm_trim(text) : NULL;
+}
+
+/* The devices the prolog learned from scontrol, for an epilog that can no longer. */
+static int note_devices(const hbm_slurm_opts *o, const hbm_slurm_result *res, hbm_err *err)
+{
+    char list[HBM_SLURM_MAX_DEVS * 8];
+    hbm_slurm_format_devlist(res->devs, res->ndevs, list, sizeof list);
+    if (write_note(o, "devices", res->ndevs ? list : "NoDevFiles", err) == 0)
+        return 0;
+    return hbm_err_prefix(err, "job %s's devices (from scontrol) cannot be noted for its "
+                          "epilog, so the prolog fails closed", o->env.job_id);
 }
 
 static int epilog(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
-    res->refused_job = take_refused(o);
+    char *refused = take_note(o, "refused"), *noted = take_note(o, "devices");
+    res->refused_job = refused != NULL;
+    free(refused);
     if (res->refused_job) {
+        free(noted);
         /* The job never ran: what holds its devices is not its own, and the prolog's drain
          * already names it; the health check lifts that drain once the device is clean. */
         slurm_find_members(o->src.root, o->env.job_id, res);
         return slurm_end_targets(o, res, err);
     }
+    int all = job_devices(o, noted, res, err);
+    free(noted);
+    if (all < 0)
+        return -1;
     hbm_obs obs;
     if (observe(o, &obs, err) < 0)
         return -1;
-    if (job_devices(o, &obs, res, err) < 0) {
-        hbm_obs_free(&obs);
-        return -1;
-    }
     /* The log must be writable before anything is done, so every action is recorded. */
     json_t *start = json_pack("{s:s, s:s, s:s}", "event", "slurm-epilog", "action", "start",
                               "job", o->env.job_id);
@@ -279,6 +379,15 @@ static int epilog(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
     return rc < 0 ? -1 : wait_clean(o, res, err);
 }
 
+/* s cut to fit, every byte that is not printable ASCII shown as '?': it came from outside. */
+static void printable(const char *s, char *out, size_t n)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < n; i++)
+        out[i] = s[i] > 0x20 && s[i] < 0x7f ? s[i] : '?';
+    out[i] = 0;
+}
+
 int hbm_slurm_run(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -287,11 +396,24 @@ int hbm_slurm_run(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err)
     if (o->mode != HBM_SLURM_HEALTHCHECK && (!o->env.job_id || !*o->env.job_id))
         return hbm_err_set(err, "no job: SLURM_JOB_ID is unset (run as Slurm's %s)",
                            o->mode == HBM_SLURM_PROLOG ? "Prolog" : "Epilog");
+    /* The id becomes a file name and a scontrol argument. */
+    if (o->mode != HBM_SLURM_HEALTHCHECK && !hbm_slurm_job_id_valid(o->env.job_id)) {
+        char shown[48];
+        printable(o->env.job_id, shown, sizeof shown);
+        return hbm_err_set(err, "job id \"%s\" is not a Slurm job id (digits, optionally "
+                           "_N or +N): nothing done", shown);
+    }
     int rc = o->mode == HBM_SLURM_EPILOG ? epilog(o, res, err) : check_once(o, res, err);
     if (rc < 0 || o->no_drain)
         return rc;
-    if (rc == 1 && o->mode == HBM_SLURM_PROLOG)
-        mark_refused(o, res->problem);
+    if (o->mode == HBM_SLURM_PROLOG && strcmp(res->devs_from, DEVS_FROM_SCONTROL) == 0 &&
+        note_devices(o, res, err) < 0)
+        return -1;
+    /* Without the note, the epilog would not know the job never ran. */
+    if (rc == 1 && o->mode == HBM_SLURM_PROLOG && write_note(o, "refused", res->problem, err) < 0)
+        return hbm_err_prefix(err, "the refusal of job %s cannot be noted for its epilog, so "
+                              "the prolog fails closed (refused because %.300s)",
+                              o->env.job_id, res->problem);
     if (rc == 1)
         return slurm_node_drain(o, res, err) < 0 ? -1 : 1;
     if (o->mode == HBM_SLURM_HEALTHCHECK && slurm_node_resume_own(o, res, err) < 0)

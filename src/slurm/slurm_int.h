@@ -11,8 +11,14 @@ int slurm_node_read(const hbm_slurm_opts *o, hbm_slurm_node *node, hbm_err *err)
 int slurm_node_drain(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err);
 int slurm_node_resume_own(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *err);
 
-/* member.c: job_id NULL means any Slurm job. */
-bool slurm_is_member(const char *root, int pid, const char *job_id);
+/* node.c: the job's devices on this node from `scontrol show job -d ID`. */
+int slurm_job_devices(const hbm_slurm_opts *o, int64_t *ids, size_t max, size_t *n,
+                      hbm_err *err);
+
+/* member.c: the proof that pid belongs to the job (its cgroup, or SLURM_JOB_ID in its
+ * environment while it is in no other job's cgroup) as words for a record, or NULL when
+ * there is none; job_id NULL: any job. */
+const char *slurm_is_member(const char *root, int pid, const char *job_id);
 /* Appends every live process of the job (cgroup or environ, identity read twice so the
  * environ read belongs to that start time) that is not already listed. */
 void slurm_find_members(const char *root, const char *job_id, hbm_slurm_result *res);

@@ -7,7 +7,13 @@
 #   - a process outside any job holds GPU 0: the next job does not run there, the node is
 #     drained with a reason naming the device and the holder (sinfo -R); after
 #     `hbmctl clean --apply` the health check resumes the node and the job runs;
-#   - a node an administrator drained for another reason is never resumed by hbmctl.
+#   - a node an administrator drained for another reason is never resumed by hbmctl;
+#   - proof before a kill: two jobs on two devices, the driver listing both jobs' workers and
+#     a process of no job on the first job's device: that job's epilog (given no device
+#     variable: its devices come from `scontrol show job -d`) ends its own worker only;
+#   - a prolog that cannot note its refusal (state dir not writable) fails closed (exit 2)
+#     and the epilog that follows ends no outsider; a job id with "/.." is refused;
+#   - an administrator's DOWN ("bad PSU") and a MAINT reservation are never changed.
 # Skips (77) only when the daemons cannot start here, saying why.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
@@ -47,6 +53,8 @@ for m in prolog epilog healthcheck; do
 export HBMCTL="$HBMCTL" HBMCTL_NVML_LIB="$HBMCTL_NVML_LIB" HBMCTL_DCMI_LIB="$HBMCTL_DCMI_LIB"
 export HBM_FAKE_NVML_SCENARIO="$HBM_FAKE_NVML_SCENARIO" HBMCTL_AUDIT_LOG="$HBMCTL_AUDIT_LOG"
 export HBMCTL_DEVICE_PATTERNS="$HBMCTL_DEVICE_PATTERNS" SLURM_CONF="$tmp/slurm.conf"
+[ -e "$tmp/no-device-variables" ] &&
+    unset SLURM_JOB_GPUS CUDA_VISIBLE_DEVICES ASCEND_RT_VISIBLE_DEVICES GPU_DEVICE_ORDINAL
 exec "$HBM_SRC/deploy/slurm/hbmctl-$m" --grace 1s --settle 10s --state-dir "$tmp/hbmstate" \\
     "\$@" >>"$tmp/log/$m.out" 2>&1
 EOF
@@ -87,25 +95,30 @@ EOF
 echo "NodeName=$NODE Name=gpu File=$tmp/dev/nvidia[0-1]" >"$tmp/gres.conf"
 export SLURM_CONF="$tmp/slurm.conf"
 
-# The devices: GPU 0 holds what the process named on it holds (none: 0); an exited process's
-# memory returns, as a driver frees a context at exit. A script, so a job can call it too.
+# The devices: GPU N lists the pids of the Nth argument (a space-separated list; none, or
+# 0: no process), 20 GiB each; an exited process's memory returns, as a driver frees a
+# context at exit. A script, so a job can call it too.
 cat >"$tmp/scenario" <<'SH'
 #!/bin/sh
-procs="[]" used=$((500 * 1048576))
-if [ "$1" != 0 ]; then
-    procs="[{\"pid\": $1, \"used_memory\": $((20 * 1073741824))}]"
-    used=$((20 * 1073741824 + 500 * 1048576))
-fi
-cat >"$HBM_FAKE_NVML_SCENARIO.new" <<EOF
-{"driver_version": "550.54.15", "release_on_exit": true, "devices": [
- {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
-  "memory_total": $((80 * 1073741824)), "memory_used": $used, "utilization_gpu": 0,
-  "temperature": 35, "power_mw": 70000, "ecc_uncorrected": 0, "compute": $procs},
- {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "bus_id": "00000000:19:00.0",
-  "memory_total": $((80 * 1073741824)), "memory_used": $((500 * 1048576)),
-  "utilization_gpu": 0, "temperature": 35, "power_mw": 70000, "ecc_uncorrected": 0,
-  "compute": []}]}
-EOF
+dev() { # INDEX PIDS
+    procs="" used=$((500 * 1048576))
+    for p in $2; do
+        [ "$p" = 0 ] && continue
+        procs="$procs${procs:+, }{\"pid\": $p, \"used_memory\": $((20 * 1073741824))}"
+        used=$((used + 20 * 1073741824))
+    done
+    echo "{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-$1\","
+    echo " \"bus_id\": \"00000000:1$1:00.0\", \"memory_total\": $((80 * 1073741824)),"
+    echo " \"memory_used\": $used, \"utilization_gpu\": 0, \"temperature\": 35,"
+    echo " \"power_mw\": 70000, \"ecc_uncorrected\": 0, \"compute\": [$procs]}"
+}
+{
+    echo '{"driver_version": "550.54.15", "release_on_exit": true, "devices": ['
+    dev 0 "${1:-}"
+    echo ","
+    dev 1 "${2:-}"
+    echo "]}"
+} >"$HBM_FAKE_NVML_SCENARIO.new"
 mv "$HBM_FAKE_NVML_SCENARIO.new" "$HBM_FAKE_NVML_SCENARIO"
 SH
 chmod +x "$tmp/scenario"
@@ -176,7 +189,8 @@ check "the epilog needed SIGKILL after the grace period" \
 check "the job's other escapee (no device; SLURM_JOB_ID in its environment) is gone" \
     gone "${shmpid:-0}"
 check "it was ended as a member of job $job1" \
-    grep -q "ended pid $shmpid (doc_shm, belongs to job $job1)" "$tmp/log/epilog.out"
+    grep -q "ended pid $shmpid (doc_shm, belongs to job $job1: SLURM_JOB_ID in its" \
+    "$tmp/log/epilog.out"
 check "the SysV segment it created and left detached is removed" \
     test -z "$(ipcs -m | awk -v id="$shmid" '$2 == id')"
 check "the audit log has the removal" jq -s -e --argjson id "${shmid:-0}" \
@@ -234,6 +248,138 @@ check "but does not overwrite the administrator's reason: $(node_reason)" \
     test "$(node_reason)" = "disk replacement"
 tail -n 1 "$tmp/log/healthcheck.out" | grep -q "drained for another reason (disk replacement)"
 check "and says it left the node alone" test $? -eq 0
+kill -9 "$outsider2"
+scenario 0
+scontrol update nodename="$NODE" state=resume
+wait_for 10 is_idle
+
+# 4. Proof before a kill. Jobs A and B, one GPU each, leave a worker that escaped the job
+# (setsid, ignores SIGTERM) on their GPU and keep running; the driver then lists B's worker
+# on both GPUs, and a process of no job on A's GPU. A's epilog runs with no device variable.
+cat >"$tmp/jobab.sh" <<EOF
+#!/bin/sh
+( trap '' TERM; setsid sleep 300 3<"$tmp/dev/nvidia\$SLURM_JOB_GPUS" &
+  echo \$! >"$tmp/worker.\$SLURM_JOB_ID.new" )
+mv "$tmp/worker.\$SLURM_JOB_ID.new" "$tmp/worker.\$SLURM_JOB_ID"
+echo "\$SLURM_JOB_GPUS" >"$tmp/gpu.\$SLURM_JOB_ID"
+exec sleep 300
+EOF
+touch "$tmp/no-device-variables"
+jobA=$(sbatch --parsable --gres=gpu:1 -o /dev/null "$tmp/jobab.sh")
+jobB=$(sbatch --parsable --gres=gpu:1 -o /dev/null "$tmp/jobab.sh")
+wait_for 20 test -s "$tmp/gpu.$jobA" -a -s "$tmp/gpu.$jobB"
+wA=$(cat "$tmp/worker.$jobA" 2>/dev/null) wB=$(cat "$tmp/worker.$jobB" 2>/dev/null)
+gA=$(cat "$tmp/gpu.$jobA" 2>/dev/null) gB=$(cat "$tmp/gpu.$jobB" 2>/dev/null)
+pids+=("${wA:-0}" "${wB:-0}")
+check "jobs $jobA and $jobB run side by side on GPUs $gA and $gB" \
+    test -n "$wA" -a -n "$wB" -a "$gA" != "$gB"
+nojob=$("$HBM_BUILD/doc_proc" orphan)
+pids+=("$nojob")
+if [ "$gA" = 0 ]; then scenario "$wA $nojob $wB" "$wB"; else scenario "$wB" "$wA $nojob $wB"; fi
+: >"$tmp/log/epilog.out"
+scancel "$jobA"
+wait_for 30 grep -q "drained\|devices clean\|stays as it is" "$tmp/log/epilog.out"
+rm -f "$tmp/no-device-variables"
+check "A's prolog took its devices from Slurm: $(grep "^job $jobA" "$tmp/log/prolog.out")" \
+    grep -q "^job $jobA: devices $gA (from scontrol show job)" "$tmp/log/prolog.out"
+check "A's epilog from what the prolog learned: $(head -n 1 "$tmp/log/epilog.out")" \
+    grep -q "^job $jobA: devices $gA (from scontrol show job, in the prolog)" \
+    "$tmp/log/epilog.out"
+check "A's escaped worker is gone" gone "${wA:-0}"
+check "B's worker, listed on A's GPU too, still runs" test -d "/proc/${wB:-0}"
+check "the process of no job on A's GPU still runs" test -d "/proc/$nojob"
+check "the audit log names no kill but A's worker" jq -s -e --arg j "$jobA" \
+    --argjson p "${wA:-0}" '[.[] | select(.event == "slurm-epilog" and .action == "kill" and
+    .job == $j) | .pid] == [$p]' "$HBMCTL_AUDIT_LOG"
+reason=$(node_reason)
+check "the node is drained naming the process of no job: $reason" \
+    grep -q "^hbmctl: GPU $gA holds 20.00 GiB of pid $nojob (.*of no job: left alone" <<<"$reason"
+kill -9 "$nojob"
+scenario "$wB" "$wB"
+"$tmp/healthcheck" --node "$NODE"
+check "the health check takes B's worker for a job's and resumes the node" test $? -eq 0
+check "it says so" grep -q "node $NODE resumed" "$tmp/log/healthcheck.out"
+scancel "$jobB"
+wait_for 30 gone "${wB:-0}"
+check "B's own epilog ended B's worker" gone "${wB:-0}"
+wait_for 30 job_done "$jobB"
+scenario 0
+wait_for 10 is_idle
+
+# 5. The prolog cannot note its refusal (the state dir is a file): it fails closed, exit 2,
+# and says why; the epilog Slurm runs next ends no outsider (the driver's listing is no proof).
+rm -rf "$tmp/hbmstate"
+: >"$tmp/hbmstate"
+outsider3=$("$HBM_BUILD/doc_proc" orphan)
+pids+=("$outsider3")
+scenario "$outsider3"
+: >"$tmp/log/epilog.out"
+job5=$(sbatch --parsable --gres=gpu:2 -o /dev/null --wrap="touch $tmp/job5.ran")
+wait_for 20 grep -q "cannot be noted" "$tmp/log/prolog.out"
+check "the prolog says it cannot note the refusal: $(tail -n 1 "$tmp/log/prolog.out")" \
+    grep -q "the refusal of job $job5 cannot be noted.*fails closed.*hbmstate" \
+    "$tmp/log/prolog.out"
+check "job 5 did not run" test ! -e "$tmp/job5.ran"
+wait_for 20 grep -q "^job $job5" "$tmp/log/epilog.out"
+sleep 1
+check "the epilog of job 5 ended no outsider" test -d "/proc/$outsider3"
+check "and says it left it alone: $(grep holds "$tmp/log/epilog.out")" \
+    grep -q "pid $outsider3 .*of no job: left alone" "$tmp/log/epilog.out"
+scancel "$job5"
+kill -9 "$outsider3"
+scenario 0
+rm -f "$tmp/hbmstate"
+scontrol update nodename="$NODE" state=resume
+wait_for 10 is_idle
+
+# 6. A job id that is not one never becomes a path or an argument.
+for bad in "1/../../escape" ".." "42/.." "7;id"; do
+    SLURM_JOB_ID=$bad SLURMD_NODENAME=$NODE "$HBMCTL" slurm prolog --devices 0 \
+        --state-dir "$tmp/hbmstate" >"$tmp/badid.out" 2>&1
+    rc=$?
+    check "job id '$bad' refused, exit 2: $(head -n 1 "$tmp/badid.out")" \
+        test $rc -eq 2 -a ! -e "$tmp/escape"
+    check "and named as not a job id" grep -q "is not a Slurm job id" "$tmp/badid.out"
+done
+
+# 7. An administrator's DOWN, and a maintenance reservation, stay as they are.
+scontrol update nodename="$NODE" state=down reason="bad PSU"
+wait_for 10 test "$(node_state)" = down
+outsider4=$("$HBM_BUILD/doc_proc" orphan)
+pids+=("$outsider4")
+scenario "$outsider4"
+"$tmp/healthcheck" --node "$NODE"
+check "the health check on a dirty device of a DOWN node exits 1" test $? -eq 1
+check "the administrator's reason stays: $(node_reason)" test "$(node_reason)" = "bad PSU"
+check "and the node stays down: $(node_state)" test "$(node_state)" = down
+check "it says why" grep -q "stays as it is: state DOWN" "$tmp/log/healthcheck.out"
+kill -9 "$outsider4"
+scenario 0
+"$tmp/healthcheck" --node "$NODE"
+check "clean again, the health check still leaves the DOWN node: $(node_state)" \
+    test "$(node_state)" = down -a "$(node_reason)" = "bad PSU"
+scontrol update nodename="$NODE" state=resume
+wait_for 10 is_idle
+scontrol create reservation reservationname=hbmmaint starttime=now duration=10 \
+    nodes="$NODE" users=root flags=maint >/dev/null
+in_maint() { case "$(scontrol show node -o "$NODE")" in *State=*MAINT*) return 0 ;; esac; return 1; }
+wait_for 20 in_maint
+outsider5=$("$HBM_BUILD/doc_proc" orphan)
+pids+=("$outsider5")
+scenario "$outsider5"
+"$tmp/healthcheck" --node "$NODE"
+check "under a MAINT reservation a dirty device exits 1" test $? -eq 1
+check "but the node is not drained: $(node_state) $(node_reason)" test -z "$(node_reason)"
+check "it says why: $(tail -n 1 "$tmp/log/healthcheck.out")" \
+    grep -q "stays as it is: state .*MAINT" "$tmp/log/healthcheck.out"
+# FAIL, set by an administrator on top: kept too, reason and all.
+scontrol update nodename="$NODE" state=fail reason="fan"
+"$tmp/healthcheck" --node "$NODE"
+check "with FAIL set as well the reason stays: $(node_reason)" test "$(node_reason)" = fan
+check "it says why: $(tail -n 1 "$tmp/log/healthcheck.out")" \
+    grep -q "stays as it is: state .*FAIL" "$tmp/log/healthcheck.out"
+kill -9 "$outsider5"
+scontrol delete reservationname=hbmmaint
 
 scontrol shutdown >/dev/null 2>&1
 finish

@@ -120,59 +120,66 @@ static bool dev_match(const scan_ctx *c, const char *path, size_t len)
     return false;
 }
 
-/* Returns the number of fds listed. */
+/* One fd link of a process: a device file, a /dev/shm object or a listening socket. */
+static void fd_link(scan_ctx *c, int ffd, const char *name, int pid, hits *hit)
+{
+    char buf[PATH_MAX];
+    bool real;
+    ssize_t n = hbm_hio_link(ffd, name, buf, sizeof buf, &real);
+    if (n <= 0)
+        return;
+    if (buf[0] == '/') {
+        if (dev_match(c, buf, (size_t)n)) {
+            hbm_hproc_add_dev(&hit->proc, buf, (size_t)n);
+            hit->any = true;
+        }
+        if (c->h && c->h->nposix && n > 9 && !memcmp(buf, "/dev/shm/", 9)) {
+            long i = posix_find(c, buf, (size_t)n);
+            struct stat st;
+            if (i >= 0 && real && c->posix_ino[i] && fstatat(ffd, name, &st, 0) == 0 &&
+                st.st_ino != c->posix_ino[i])
+                i = -1; /* another mount's file of the same name */
+            if (i >= 0) {
+                add_holder(c, (size_t)i, pid);
+                hit->any = true;
+            }
+        }
+    } else if (c->nlix && buf[0] == 's') {
+        hbm_fdlink fl;
+        if (hbm_procfs_parse_fdlink(buf, (size_t)n, &fl, NULL) == 0 && fl.kind == HBM_FD_SOCKET) {
+            inode_ix key = {.inode = fl.inode};
+            inode_ix *m = bsearch(&key, c->lix, c->nlix, sizeof key, cmp_inode_ix);
+            if (m) {
+                if (c->h->listeners[m->idx].pid < 0)
+                    c->h->listeners[m->idx].pid = pid;
+                hit->any = true;
+            }
+        }
+    }
+}
+
+/* Returns the number of fds listed. The directory is read with getdents64 itself: through
+ * fdopendir every process cost an fstat, two fcntl calls and a 32 KiB buffer more, a fifth
+ * of the scan's system calls on an idle host (bench/scan). */
 static size_t walk_fds(scan_ctx *c, int pidfd, int pid, hits *hit)
 {
     int ffd = openat(pidfd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ffd < 0)
         return 0;
-    DIR *d = fdopendir(ffd);
-    if (!d) {
-        close(ffd);
-        return 0;
-    }
-    char buf[PATH_MAX];
-    struct dirent *e;
+    _Alignas(struct dirent64) char dbuf[8192];
     size_t count = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        count++;
-        bool real;
-        ssize_t n = hbm_hio_link(ffd, e->d_name, buf, sizeof buf, &real);
-        if (n <= 0)
-            continue;
-        if (buf[0] == '/') {
-            if (dev_match(c, buf, (size_t)n)) {
-                hbm_hproc_add_dev(&hit->proc, buf, (size_t)n);
-                hit->any = true;
-            }
-            if (c->h && c->h->nposix && n > 9 && !memcmp(buf, "/dev/shm/", 9)) {
-                long i = posix_find(c, buf, (size_t)n);
-                struct stat st;
-                if (i >= 0 && real && c->posix_ino[i] &&
-                    fstatat(ffd, e->d_name, &st, 0) == 0 && st.st_ino != c->posix_ino[i])
-                    i = -1; /* another mount's file of the same name */
-                if (i >= 0) {
-                    add_holder(c, (size_t)i, pid);
-                    hit->any = true;
-                }
-            }
-        } else if (c->nlix && buf[0] == 's') {
-            hbm_fdlink fl;
-            if (hbm_procfs_parse_fdlink(buf, (size_t)n, &fl, NULL) == 0 &&
-                fl.kind == HBM_FD_SOCKET) {
-                inode_ix key = {.inode = fl.inode};
-                inode_ix *m = bsearch(&key, c->lix, c->nlix, sizeof key, cmp_inode_ix);
-                if (m) {
-                    if (c->h->listeners[m->idx].pid < 0)
-                        c->h->listeners[m->idx].pid = pid;
-                    hit->any = true;
-                }
-            }
+    ssize_t got;
+    while ((got = getdents64(ffd, dbuf, sizeof dbuf)) > 0) {
+        for (ssize_t off = 0; off < got;) {
+            const struct dirent64 *e = (const struct dirent64 *)(dbuf + off);
+            off += e->d_reclen;
+            if (e->d_name[0] == '.')
+                continue;
+            count++;
+            fd_link(c, ffd, e->d_name, pid, hit);
         }
     }
-    closedir(d);
+    close(ffd);
     return count;
 }
 

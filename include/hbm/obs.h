@@ -123,6 +123,10 @@ typedef struct hbm_obs {
 
     /* backend "none": why no device source could be used (host facts only); else "". */
     char backend_why[1024];
+
+    /* Set by hbm_observe for the backend: fetch the interconnect topology too. The npu-smi
+     * backend pays a program run for it; the libraries get it at no cost and ignore this. */
+    bool want_topology;
 } hbm_obs;
 
 void hbm_obs_init(hbm_obs *obs);

@@ -17,6 +17,9 @@ typedef struct hbm_source_opts {
      * devices, backend "none" and the reason in obs->backend_why (doctor, clean,
      * snapshot: host findings matter most when the driver is broken). */
     bool host_only_ok;
+    /* The interconnect topology is wanted (pick, snapshots): the npu-smi backend runs
+     * `npu-smi info -t topo` only then. */
+    bool want_topology;
 } hbm_source_opts;
 
 /* One full observation: devices from the chosen backend (auto: the first live one that

@@ -97,9 +97,11 @@ static void stamp(hbm_obs *obs)
 }
 
 /* Fills obs from one source; on failure obs is left empty and stamped again. */
-static int observe_with(hbm_obs *obs, const hbm_backend *b, hbm_err *err)
+static int observe_with(hbm_obs *obs, const hbm_backend *b, const hbm_source_opts *opts,
+                        hbm_err *err)
 {
     snprintf(obs->backend, sizeof obs->backend, "%s", b->name);
+    obs->want_topology = opts->want_topology;
     if (b->observe(obs, err) == 0)
         return 0;
     hbm_obs_free(obs);
@@ -135,7 +137,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
                 continue;
             hbm_err why = {{0}};
             if (live_backends[i]->available(&why) == 1 &&
-                observe_with(obs, live_backends[i], &why) == 0)
+                observe_with(obs, live_backends[i], opts, &why) == 0)
                 chosen = live_backends[i];
             else
                 snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
@@ -158,7 +160,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         hbm_err why = {{0}};
         if (chosen->available(&why) != 1)
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
-        if (observe_with(obs, chosen, err) < 0) {
+        if (observe_with(obs, chosen, opts, err) < 0) {
             hbm_obs_free(obs);
             return hbm_err_prefix(err, "%s", chosen->name);
         }

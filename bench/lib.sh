@@ -47,8 +47,9 @@ bench_fill() {
     "$BENCH_BUILD/bench_procs" "$n" "$@" <"$BENCH_TMP/fill.in" >"$BENCH_TMP/fill.out" &
     BENCH_FILL_PID=$!
     exec {BENCH_FILL_FD}>"$BENCH_TMP/fill.in"
+    # a fork takes up to 20 ms on a loaded 2-core machine
     local t
-    for ((t = 0; t < 1200; t++)); do
+    for ((t = 0; t < 600 + n / 5; t++)); do
         grep -q '^ready' "$BENCH_TMP/fill.out" 2>/dev/null && return 0
         kill -0 "$BENCH_FILL_PID" 2>/dev/null || break
         sleep 0.1

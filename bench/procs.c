@@ -76,7 +76,11 @@ int main(int argc, char **argv)
     if (!kids)
         return 1;
     long started = 0;
+    struct pollfd in = {.fd = 0, .events = POLLIN};
     for (; started < n && !stop; started++) {
+        /* a caller that gave up (its end of stdin closed) need not wait for all N */
+        if (started % 256 == 0 && poll(&in, 1, 0) > 0 && (in.revents & (POLLHUP | POLLERR)))
+            break;
         bool hold = nhold && started % every == 0, map = nmap && started % map_every == 0;
         pid_t p = fork();
         if (p == 0)
@@ -91,7 +95,7 @@ int main(int argc, char **argv)
     if (started == n && !stop) {
         printf("ready %ld\n", started);
         fflush(stdout);
-        struct pollfd pf = {.fd = 0, .events = POLLIN};
+        struct pollfd pf = in;
         char buf[64];
         while (!stop && poll(&pf, 1, -1) >= 0 && (pf.revents & (POLLIN | POLLHUP)))
             if (read(0, buf, sizeof buf) <= 0)

@@ -1,7 +1,8 @@
 /* Times hbm_host_scan alone (no CLI, no backend): the figure bench/scan compares with a
  * bare readlink loop, fuser and lsof. Device patterns come from HBMCTL_DEVICE_PATTERNS.
  *   scan_bench RUNS        prints one wall time in milliseconds per run
- *   scan_bench --holders   prints "pid path" for each device file held, then exits */
+ *   scan_bench --holders   prints "pid path" for each device file held and each /dev/shm
+ *                          object mapped or open, then exits */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,9 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < h.nprocs; i++)
                 for (size_t k = 0; k < h.procs[i].ndev_paths; k++)
                     printf("%d %s\n", h.procs[i].pid, h.procs[i].dev_paths[k]);
+            for (size_t i = 0; i < h.nposix; i++)
+                for (size_t k = 0; k < h.posix[i].nholders; k++)
+                    printf("%d %s\n", h.posix[i].holders[k], h.posix[i].path);
         } else {
             printf("%.3f\n", t1 - t0);
         }

@@ -1,8 +1,11 @@
 /* The floor for bench/scan: the least work that finds every holder of a device file, a
  * bare loop over /proc/PID/fd with readlink and a prefix compare (what a shell loop running
- * readlink on every /proc/PID/fd/N does, without the shell).
- *   scan_floor PREFIX RUNS       prints one wall time in milliseconds per run
- *   scan_floor PREFIX --holders  prints "pid target" for each link starting with PREFIX */
+ * readlink on every /proc/PID/fd/N does, without the shell). With --maps it also reads each
+ * process's /proc/PID/maps once, whole: the floor of a scan that must find mappings of
+ * /dev/shm objects (a mapping keeps no fd).
+ *   scan_floor PREFIX RUNS [--maps]  prints one wall time in milliseconds per run
+ *   scan_floor PREFIX --holders      prints "pid target" for each link starting with PREFIX */
+#include <fcntl.h>
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,7 +21,21 @@ static double now_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static long scan(const char *prefix, int print)
+/* Reads /proc/PID/maps to its end; what it says does not matter to the floor. */
+static void read_maps(const char *pid)
+{
+    static char buf[1 << 16];
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/maps", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    close(fd);
+}
+
+static long scan(const char *prefix, int print, int maps)
 {
     size_t pl = strlen(prefix);
     long hits = 0;
@@ -50,6 +67,8 @@ static long scan(const char *prefix, int print)
             }
         }
         closedir(fds);
+        if (maps)
+            read_maps(e->d_name);
     }
     closedir(proc);
     return hits;
@@ -57,16 +76,17 @@ static long scan(const char *prefix, int print)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: scan_floor PREFIX RUNS|--holders\n");
+    int maps = argc == 4 && !strcmp(argv[3], "--maps");
+    if (argc != 3 && !maps) {
+        fprintf(stderr, "usage: scan_floor PREFIX RUNS [--maps] | PREFIX --holders\n");
         return 2;
     }
     if (!strcmp(argv[2], "--holders"))
-        return scan(argv[1], 1) < 0 ? 2 : 0;
+        return scan(argv[1], 1, 0) < 0 ? 2 : 0;
     int runs = atoi(argv[2]);
     for (int r = 0; r < runs; r++) {
         double t0 = now_ms();
-        if (scan(argv[1], 0) < 0)
+        if (scan(argv[1], 0, maps) < 0)
             return 2;
         printf("%.3f\n", now_ms() - t0);
     }

@@ -161,6 +161,9 @@ typedef struct hbm_obs {
     hbm_server *servers; /* owned */
     size_t nservers;
     double servers_interval_s;
+    /* Set by hbm_observe for the backend: fetch the interconnect topology too. The npu-smi
+     * backend pays a program run for it; the libraries get it at no cost and ignore this. */
+    bool want_topology;
 } hbm_obs;
 
 void hbm_obs_init(hbm_obs *obs);

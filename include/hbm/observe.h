@@ -23,6 +23,9 @@ typedef struct hbm_source_opts {
     /* Seconds each vendor call (DCMI, NVML) or npu-smi run may take before the observation
      * fails naming it (--vendor-timeout); 0 = HBM_VENDOR_TIMEOUT_DEFAULT. */
     double vendor_timeout;
+    /* The interconnect topology is wanted (pick, snapshots): the npu-smi backend runs
+     * `npu-smi info -t topo` only then. */
+    bool want_topology;
 } hbm_source_opts;
 
 #define HBM_VENDOR_TIMEOUT_DEFAULT 5.0

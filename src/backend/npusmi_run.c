@@ -1,5 +1,7 @@
-/* The npu-smi backend: runs `npu-smi info` (and `-m`, `-t topo` for logic ids and
- * topology) when the DCMI library is not loadable but the tool is on PATH. */
+/* The npu-smi backend: runs `npu-smi info` when the DCMI library is not loadable but the
+ * tool is on PATH. Each run is a round trip through the driver, so the others run only
+ * when needed: `info -m` when the table left a logic id unknown (newer layouts carry them
+ * in a Device column), `info -t topo` when the observation wants the topology. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,13 +52,16 @@ static int npusmi_observe(hbm_obs *obs, double timeout, hbm_err *err)
     if (rc < 0)
         return -1;
     /* Logic ids and topology are extras: the main table is still right without them. */
+    bool ids_known = true;
+    for (size_t i = 0; i < obs->ndevs; i++)
+        ids_known = ids_known && obs->devs[i].logic_id >= 0;
     char *map[] = {(char *)tool(), "info", "-m", NULL};
-    if (hbm_run_capture_for(map, timeout, &text, &len, NULL) == 0) {
+    if (!ids_known && hbm_run_capture_for(map, timeout, &text, &len, NULL) == 0) {
         hbm_npusmi_parse_map(obs, text, len, "npu-smi info -m", NULL);
         free(text);
     }
     char *topo[] = {(char *)tool(), "info", "-t", "topo", NULL};
-    if (hbm_run_capture_for(topo, timeout, &text, &len, NULL) == 0) {
+    if (obs->want_topology && hbm_run_capture_for(topo, timeout, &text, &len, NULL) == 0) {
         hbm_npusmi_parse_topo(obs, text, len, "npu-smi info -t topo", NULL);
         free(text);
     }

@@ -122,6 +122,7 @@ int cmd_pick(int argc, char **argv)
     const char *dir = hbm_lease_dir(lease_dir_opt);
     po.lease_dir = dir;
 
+    c.src.want_topology = true; /* placement follows the links */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

@@ -390,6 +390,7 @@ int cmd_run(int argc, char **argv)
     memset(&pick, 0, sizeof pick);
     int code = 0;
     if (devices || model) {
+        a.cc.src.want_topology = devices != NULL; /* --devices N picks by the links */
         if (hbm_observe(&obs, &a.cc.src, &err) < 0) {
             code = fail("cannot observe devices: %s", err.msg);
             goto out;

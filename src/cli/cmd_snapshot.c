@@ -43,6 +43,7 @@ int cmd_snapshot(int argc, char **argv)
     if (rc != CLI_CONTINUE)
         return rc;
     c.src.host_only_ok = true;
+    c.src.want_topology = true; /* a snapshot records it */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

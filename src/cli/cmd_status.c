@@ -189,6 +189,7 @@ int cmd_status(int argc, char **argv)
     int rc = cli_parse_options(&spec, argc, argv);
     if (rc != CLI_CONTINUE)
         return rc;
+    c.src.want_topology = c.json; /* the JSON is a snapshot, topology included */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

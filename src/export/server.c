@@ -67,6 +67,8 @@ int hbm_export_parse_listen(const char *listen, void *ss_out, unsigned *len, boo
 #ifdef HBM_HAVE_MHD
 #include <microhttpd.h>
 
+#include "export/mhd.h"
+
 #define DEFAULT_MAX_CONNECTIONS 2048
 #define DEFAULT_TIMEOUT_S 10
 #define DEFAULT_PER_CLIENT 64
@@ -279,6 +281,8 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     unsigned per_client = opts->per_client ? opts->per_client : DEFAULT_PER_CLIENT;
     const hbm_webconfig *web = opts->web;
     bool tls = web && web->cert_pem;
+    if (hbm_export_mhd_load(err) < 0)
+        return -1;
     if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
         return hbm_err_set(err, "this libmicrohttpd was built without TLS");
     hbm_export_server *s = hbm_xcalloc(1, sizeof *s);

@@ -101,6 +101,7 @@ static int observe_with(hbm_obs *obs, const hbm_backend *b, const hbm_source_opt
                         hbm_err *err)
 {
     snprintf(obs->backend, sizeof obs->backend, "%s", b->name);
+    obs->want_topology = opts->want_topology;
     double t = opts->vendor_timeout > 0 ? opts->vendor_timeout : HBM_VENDOR_TIMEOUT_DEFAULT;
     int rc = b->observe(obs, t, err);
     if (rc == 0)

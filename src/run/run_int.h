@@ -61,6 +61,7 @@ typedef struct run_seen {
 typedef struct run_tree {
     int self;           /* hbmctl's pid */
     bool proc_usable;   /* /proc belongs to our PID namespace */
+    bool has_children;  /* /proc/PID/task/TID/children exists (CONFIG_PROC_CHILDREN) */
     int *ancestors;     /* owned: hbmctl's ancestors, never signalled */
     size_t nancestors;
     pid_t child_pgid;   /* the child's group (= session with --setsid), 0 before start */

@@ -1,7 +1,9 @@
 #!/bin/bash
 # pick through the npu-smi backend (a stand-in `npu-smi` printing real captures): logic ids
 # come from `npu-smi info -m`, topology from `npu-smi info -t topo`; without `-m` a 910B host
-# has no logic ids and pick says so instead of guessing.
+# has no logic ids and pick says so instead of guessing. Each command runs npu-smi only for
+# what it needs: `info` always, `-m` when the table lacks logic ids, `-t topo` for pick and
+# snapshots.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 tmp=$(mktemp -d)
@@ -19,8 +21,9 @@ open(sys.argv[1], "w").write("\n".join(rows) + "\n\nLegend:\n  X    = Self\n")
 PY
 cat >"$tmp/npu-smi" <<EOS
 #!/bin/bash
+echo "\$*" >>"$tmp/calls"
 case "\$*" in
-"info") cat "$fx/npu-smi/01-910B3-8card-npusmi25.2-1proc.txt" ;;
+"info") cat "$fx/npu-smi/\${TABLE:-01-910B3-8card-npusmi25.2-1proc.txt}" ;;
 "info -m") [ -n "\${NO_MAP:-}" ] && { echo "Error: not supported" >&2; exit 1; }
            cat "$fx/doctor/npu-smi/map-constructed-910B3-8card.txt" ;;
 "info -t topo") cat "$tmp/topo.txt" ;;
@@ -55,4 +58,29 @@ check "pick 1 prints only the variable (stderr: '$(cat "$tmp/one.err")')" \
     bash -c "grep -qx 'ASCEND_RT_VISIBLE_DEVICES=0' '$tmp/one.out' && [ ! -s '$tmp/one.err' ]"
 "$HBMCTL" pick 3 --backend npu-smi 2>"$tmp/three.err" >/dev/null
 check "pick 3 names the placement on stderr" grep -qx 'hbmctl: one HCCS domain' "$tmp/three.err"
+
+runs() { # COMMAND...: the npu-smi invocations it made, joined by commas
+    : >"$tmp/calls"
+    "$@" >/dev/null 2>&1
+    paste -sd, "$tmp/calls"
+}
+check "pick runs info, -m and -t topo once each" \
+    [ "$(runs "$HBMCTL" pick 1 --backend npu-smi)" = "info,info -m,info -t topo" ]
+check "status needs no topology: info and -m" \
+    [ "$(runs "$HBMCTL" status --backend npu-smi)" = "info,info -m" ]
+check "probe: info and -m (it names devices by logic id)" \
+    [ "$(runs "$HBMCTL" probe --backend npu-smi)" = "info,info -m" ]
+check "status --json, a snapshot, records the topology" \
+    [ "$(runs "$HBMCTL" status --backend npu-smi --json)" = "info,info -m,info -t topo" ]
+"$HBMCTL" snapshot --backend npu-smi -o "$tmp/snap.json" 2>/dev/null
+check "and the snapshot holds it" [ "$(jq '.topology | length' "$tmp/snap.json")" -eq 8 ]
+# A layout whose table carries the logic ids (Device column; a 300I Duo card, NPU id 1792,
+# two chips): no -m at all.
+export TABLE=14-310P3-300IDuo-1card2chip-npusmi24.1rc2-npuid1792-noproc.txt
+check "status on a table with logic ids runs npu-smi once" \
+    [ "$(runs "$HBMCTL" status --backend npu-smi)" = "info" ]
+check "and probe too" [ "$(runs "$HBMCTL" probe --backend npu-smi)" = "info" ]
+out=$("$HBMCTL" status --backend npu-smi --json 2>/dev/null)
+check "the logic ids still come from the table" \
+    [ "$(echo "$out" | jq -c '[.devices[] | .logic_id]')" = "[0,1]" ]
 finish

@@ -24,11 +24,11 @@
  *   - the credential after an authorization scheme: Authorization: Bearer V, Basic V;
  *   - the user info of a URL of any scheme (scheme://user:pass@host, also with a '/' in the
  *     password, and cut before its '@').
- * Returns an allocated string. */
+ * Returns an allocated string, valid UTF-8: a byte that is none becomes the text "\xff". */
 char *hbm_redact_words(const char *buf, size_t len, char sep, int flags);
 
 /* One free text (a log line, a label value, a child program's output) under the same rule;
- * returns an allocated string. */
+ * returns an allocated string, valid UTF-8 as above. */
 char *hbm_redact_text(const char *s, size_t len);
 
 /* Whether an option or variable name (dashes and "=value" allowed) names a credential: its

@@ -3,10 +3,12 @@
  * too: a command line is scanned word by word and every word (or log line) by the same
  * scanner, which carries "the next word is a credential" across words. */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "hbm/redact.h"
+#include "hbm/text.h"
 #include "hbm/util.h"
 
 #define LIST_N(a) (sizeof(a) / sizeof *(a))
@@ -402,6 +404,33 @@ static void scan(rd *r, bool word)
     }
 }
 
+/* The result as valid UTF-8, a byte that is none written "\xff": JSON (jansson) takes only
+ * UTF-8, and a process name or argument must not vanish from a snapshot for one byte. */
+static char *valid_utf8(hbm_strbuf *o)
+{
+    size_t i = 0, len;
+    long cp;
+    while (i < o->n && (len = hbm_text_next(o->p + i, o->n - i, &cp)) && cp >= 0)
+        i += len;
+    if (i == o->n)
+        return o->p;
+    hbm_strbuf v = {hbm_xmalloc(o->n + 16), 0, o->n + 16};
+    hbm_strbuf_add(&v, o->p, i);
+    while (i < o->n) {
+        len = hbm_text_next(o->p + i, o->n - i, &cp);
+        if (len && cp >= 0) {
+            hbm_strbuf_add(&v, o->p + i, len);
+            i += len;
+            continue;
+        }
+        char esc[12];
+        hbm_strbuf_add(&v, esc, hbm_text_escape(esc, -1, (unsigned char)o->p[i]));
+        i++;
+    }
+    free(o->p);
+    return v.p;
+}
+
 char *hbm_redact_words(const char *buf, size_t len, char sep, int flags)
 {
     hbm_strbuf o = {hbm_xmalloc(len + 1), 0, len + 1};
@@ -419,7 +448,7 @@ char *hbm_redact_words(const char *buf, size_t len, char sep, int flags)
         scan(&r, true);
         start = i + 1;
     }
-    return o.p;
+    return valid_utf8(&o);
 }
 
 char *hbm_redact_text(const char *s, size_t len)
@@ -428,5 +457,5 @@ char *hbm_redact_text(const char *s, size_t len)
     o.p[0] = '\0';
     rd r = {.o = &o, .s = s, .n = len, .at_end = true};
     scan(&r, false);
-    return o.p;
+    return valid_utf8(&o);
 }

@@ -204,6 +204,9 @@ static void log_lines(void **st)
     /* idempotent: a redacted text read again is unchanged */
     text_is("--api-key <redacted> HF_TOKEN=<redacted> http://<redacted>@h",
             "--api-key <redacted> HF_TOKEN=<redacted> http://<redacted>@h");
+    /* what is no UTF-8 becomes visible text, so JSON can carry it */
+    text_is("py\xff\xc2 --api-key k \xe2\x80", "py\\xff\\xc2 --api-key <redacted> \\xe2\\x80");
+    text_is("caf\xc3\xa9 \xe2\x80\xae", "caf\xc3\xa9 \xe2\x80\xae");
     /* a NUL byte in a log line is no delimiter of any kind */
     char nul[] = "api_key=[a\0b]";
     char *got = hbm_redact_text(nul, sizeof nul - 1);

@@ -3,7 +3,6 @@
  * a log line, a child's output, an error naming any of them) is escaped however a renderer
  * printed it. hbmctl's own colours pass because they carry a random per-process tag that no
  * outside string can know (cli_sgr). docs/safety.md, "Redaction and escaping". */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include "cli.h"
 #include "hbm/text.h"
+#include "hbm/util.h"
 
 #define TAG_LEN 16
 #define PEND_MAX 64
@@ -27,19 +27,6 @@ static char tag[TAG_LEN + 1];
 static bool json_mode;
 static FILE *raw_stdout;
 static out_stream streams[2] = {{.fd = STDOUT_FILENO}, {.fd = STDERR_FILENO}};
-
-static void write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* a closed pipe: what cannot be written is dropped, as stdio would */
-        p += w;
-        n -= (size_t)w;
-    }
-}
 
 /* The length of a tagged colour at s: ESC, the tag, '[', digits and ';', 'm'. 0: not one;
  * with more (the end cut it), PEND_MAX when its start matches so far. */
@@ -102,14 +89,14 @@ static size_t out_filter(int fd, const char *s, size_t n, bool final)
             wn = len;
         }
         if (nb + wn > sizeof buf) {
-            write_all(fd, buf, nb);
+            hbm_write_all(fd, buf, nb); /* a closed pipe drops the rest, as stdio would */
             nb = 0;
         }
         memcpy(buf + nb, w, wn);
         nb += wn;
         i += len;
     }
-    write_all(fd, buf, nb);
+    hbm_write_all(fd, buf, nb);
     return n - i;
 }
 

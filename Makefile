@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 PREFIX     ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-fast test-asan fuzz bench static install clean
+.PHONY: all deps build run test test-fast test-asan unit fuzz bench static install clean
 
 MAKEFLAGS += --no-print-directory
 
@@ -31,6 +31,10 @@ test: deps test-fast test-asan
 
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# The fast inner loop: unit tests and fuzz-corpus replays only (label "unit"), no end-to-end.
+unit: build
+	@cd $(BUILD) && ctest -L unit --output-on-failure -j$(JOBS)
 
 test-asan:
 	@cmake -S . -B $(ASAN_BUILD) -DHBM_WERROR=ON -DHBM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null

@@ -14,12 +14,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hbm_plan_input_init(&in);
     hbm_err err = {{0}};
     if (hbm_plan_mindie_config_parse((const char *)data, size, "fuzz.json", &in, &err) == 0) {
-        if (in.npu_mem_size_gib < -1 || in.max_input_len < 0 || in.max_iter_times < 0 ||
-            in.max_prefill_batch_size < 0 || in.max_model_len == 0 || in.block_size == 0 ||
+        if (in.mindie.npu_mem_size_gib < -1 || in.mindie.max_input_len < 0 || in.mindie.max_iter_times < 0 ||
+            in.mindie.max_prefill_batch_size < 0 || in.max_model_len == 0 || in.block_size == 0 ||
             in.tensor_parallel_size == 0 || in.max_num_seqs == 0 ||
             in.max_num_batched_tokens == 0)
             abort();
-        if (in.model_path && in.model_path != in.config_model_path)
+        if (in.model_path && in.model_path != in.mindie.config_model_path)
             abort();
     } else if (!err.msg[0]) {
         abort();

@@ -9,7 +9,7 @@ A public header include/hbm/<h>.h belongs to the module that defines the functio
 declares (a header declaring none belongs to the module of the same name).
 
 Fails (exit 1) on: a module using one it does not declare, a declared link it does not use,
-a cycle between modules, two files that call each other, and a docs/ARCHITECTURE.md table row
+a cycle between modules, files that call each other (a cycle of any length), and a docs/ARCHITECTURE.md table row
 whose "depends on" differs from CMake. Usage: layering.py SOURCE_DIR BUILD_DIR
 """
 import os
@@ -180,6 +180,63 @@ def cycle(graph):
     return None
 
 
+def components(graph):
+    """The strongly connected components of more than one node of a {node: iterable} graph
+    (Tarjan's, iterative so a long chain does not hit Python's recursion limit)."""
+    index, low, on_stack, stack, out = {}, {}, set(), [], []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return sorted(out)
+
+
+def file_cycles(file_edges):
+    """Files that call each other, directly or round a cycle of any length."""
+    return components({a: set(outs) for a, outs in file_edges.items()})
+
+
+def file_cycle_message(comp, file_edges):
+    """Names one cycle through the component, each step with a function it calls."""
+    inside = set(comp)
+    c = cycle({a: set(file_edges.get(a, {})) & inside for a in comp})
+    steps = ", ".join(f"{a} calls {file_edges[a][b]}" for a, b in zip(c, c[1:]))
+    if len(comp) == 2:
+        return f"{comp[0]} and {comp[1]} call each other: {steps}"
+    return f"files call each other round a cycle: {' -> '.join(c)} ({steps})"
+
+
 def doc_table(src, mods, errors):
     path = os.path.join(src, "docs", "ARCHITECTURE.md")
     rows = {}
@@ -226,11 +283,8 @@ def check(src, build):
     c = cycle({m: set(d[0]) for m, d in mods.items()})
     if c:
         errors.append("cycle in CMakeLists.txt links: " + " -> ".join(c))
-    for a, outs in sorted(file_edges.items()):
-        for b, sym in sorted(outs.items()):
-            if a < b and a in file_edges.get(b, {}):
-                errors.append(f"{a} and {b} call each other: {a} calls {sym}, "
-                              f"{b} calls {file_edges[b][a]}")
+    for comp in file_cycles(file_edges):
+        errors.append(file_cycle_message(comp, file_edges))
     doc_table(src, mods, errors)
     return errors
 

@@ -43,6 +43,7 @@ typedef struct hbm_action {
 
 typedef struct hbm_finding {
     char id[40];          /* stable id, e.g. "orphan-holder" (docs/doctor.md) */
+    int rule;             /* its entry in the rule registry (hbm_doctor_rule_at) */
     hbm_severity severity;
     int64_t device;       /* user id of the device concerned, HBM_UNKNOWN for host findings */
     char summary[240];
@@ -60,13 +61,28 @@ typedef struct hbm_findings {
 typedef struct hbm_doctor_opts {
     double devshm_full_ratio; /* /dev/shm use that counts as nearly full; 0 = 0.90 */
     double now;               /* unix seconds for ages; 0 = obs->captured_at */
-    /* > 0: the /metrics of each inference server found listening on this host is read twice
-     * this many seconds apart (server-stalled); network and waiting, so for live
-     * observations only; 0 = findings stay a pure function of the observation */
-    double progress_interval_s;
 } hbm_doctor_opts;
 
-/* Derives every finding of obs into out (initialised by the call). Never fails. */
+/* One rule of the registry: a finding doctor can raise, as docs/doctor.md describes it. */
+typedef struct hbm_doctor_rule {
+    const char *id;       /* the finding's id */
+    const char *severity; /* "critical", or when it varies, the rule ("warning (critical at 98%)") */
+    const char *when;     /* what raises it */
+    const char *evidence; /* the evidence fields */
+    const char *remedy;
+    hbm_action_kind action; /* what clean does, HBM_ACT_NONE when nothing */
+    const char *clean;      /* that action in words */
+} hbm_doctor_rule;
+
+size_t hbm_doctor_nrules(void);
+/* Rule i (0 .. hbm_doctor_nrules() - 1), NULL past the end. */
+const hbm_doctor_rule *hbm_doctor_rule_at(size_t i);
+/* {"rules": [{"id","severity","when","evidence","remedy","action","clean"}]}; action is the
+ * clean action's kind, null when clean does nothing. */
+json_t *hbm_doctor_rules_json(void);
+
+/* Derives every finding of obs (server-stalled from the servers' samples obs carries:
+ * hbm_observe_servers) into out (initialised by the call). Never fails. */
 void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_findings *out);
 void hbm_findings_free(hbm_findings *f);
 

@@ -84,11 +84,14 @@ hbm_exporter *hbm_exporter_new(const hbm_exporter_opts *opts);
 void hbm_exporter_free(hbm_exporter *ex);
 
 /* The /metrics body: the cached exposition (observed again when older than min_interval)
- * followed by the exporter's own metrics. Returns a malloc'd string (caller frees). */
+ * followed by the exporter's own metrics; while an observation under way has run past the
+ * vendor timeout, a failure's exposition instead (hbmctl_up 0, no device values,
+ * hbmctl_exporter_observation_stale 1). Returns a malloc'd string (caller frees). */
 char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len);
 
 /* The /healthz answer without observing: true when the last observation succeeded (or
- * none was made yet); why says so in one line. */
+ * none was made yet) and the one under way, if any, has not run past the vendor timeout
+ * (stale); why says so in one line. */
 bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n);
 
 /* ---- web config (the Prometheus exporter toolkit's --web.config.file format) ------------ */
@@ -105,20 +108,24 @@ typedef struct hbm_webconfig {
     char key_file[512];
     hbm_web_user users[HBM_WEB_USERS_MAX]; /* basic_auth_users */
     size_t nusers;
+    char dummy[32]; /* bcrypt setting an unknown user's password is checked against */
     char *cert_pem; /* owned: the files' contents, read by hbm_webconfig_load */
     char *key_pem;
 } hbm_webconfig;
 
 /* Parses the YAML subset of a web config: the mappings tls_server_config (cert_file,
  * key_file) and basic_auth_users (user: bcrypt hash), comments, plain or quoted scalars.
- * name is the file's name for messages; anything else is refused naming line and key. */
+ * name is the file's name for messages; anything else is refused naming line and key, and
+ * so is a file that enables neither TLS nor a user. */
 int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webconfig *out,
                         hbm_err *err);
 /* Reads and parses path, then the certificate and key it names. */
 int hbm_webconfig_load(const char *path, hbm_webconfig *out, hbm_err *err);
 void hbm_webconfig_free(hbm_webconfig *w);
-/* True when password matches the user's bcrypt hash (libcrypt). */
-bool hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password);
+/* The index of user in w->users when password matches its bcrypt hash (libcrypt), else -1.
+ * An unknown user costs the same bcrypt work (against a dummy setting of the costliest
+ * user's cost); names and hashes are compared in constant time. */
+int hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password);
 
 /* ---- HTTP server (libmicrohttpd, epoll) ------------------------------------------------- */
 
@@ -126,6 +133,7 @@ typedef struct hbm_export_server_opts {
     const char *listen;       /* borrowed; "127.0.0.1:9464", "[::1]:9464", ":9464" (any IPv4) */
     unsigned max_connections; /* connection limit; 0 = 2048 (lowered to fit RLIMIT_NOFILE) */
     unsigned timeout_s;       /* idle connection timeout; 0 = 10 */
+    unsigned per_client;      /* connections from one client address; 0 = 64 */
     const hbm_webconfig *web; /* borrowed; TLS and basic auth, NULL = plain HTTP */
 } hbm_export_server_opts;
 

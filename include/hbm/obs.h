@@ -95,9 +95,41 @@ typedef struct hbm_device {
     bool procs_known;     /* false when the source had no process table for it */
     bool procs_truncated; /* npu-smi prints at most 8 per chip: a full list may be cut */
 
+    /* What the verdict decided, read by every consumer (doctor, exporter, probe, Slurm)
+     * instead of judging again: */
     hbm_verdict verdict;
     char reason[400];
+    int64_t baseline_bytes;    /* the idle baseline it compared with (refined by idle peer
+                                * chips), HBM_UNKNOWN when the chip has none */
+    int64_t unaccounted_bytes; /* used minus the listed processes' memory, HBM_UNKNOWN when
+                                * memory use is unknown */
 } hbm_device;
+
+/* One engine of an inference server between two samples of the server's /metrics. */
+typedef struct hbm_server_engine {
+    char kind[16];   /* "vllm", "sglang", "mindie" */
+    char model[160]; /* "" when the page does not say */
+    char engine[32]; /* vLLM V1's engine index; "" when absent */
+    char state[16];  /* "progressing", "idle", "stalled", "unknown" */
+    char why[64];    /* unknown: why progress could not be told; else "" */
+    char line[400];  /* what the samples showed, in words ("stalled: 3 running, ...") */
+    double running, waiting;             /* requests at the second sample; NAN unknown */
+    double tokens_before, tokens_after;  /* tokens so far at each sample; NAN unknown */
+    double stalled_for_s;                /* seconds of work without a token */
+} hbm_server_engine;
+
+/* An inference server found listening on this host (the outermost process of its tree and a
+ * listener of that tree on its port) and what two samples of its /metrics, interval_s apart,
+ * showed. Observed live when asked (doctor, snapshot), carried by a snapshot. */
+typedef struct hbm_server {
+    int pid;
+    char comm[32];
+    char url[512];   /* its /metrics, without credentials */
+    bool up;         /* both samples were read */
+    char error[512]; /* why not */
+    hbm_server_engine *engines; /* owned */
+    size_t nengines;
+} hbm_server;
 
 typedef struct hbm_obs {
     char schema[32];   /* "hbmctl.snapshot/1" */
@@ -123,6 +155,12 @@ typedef struct hbm_obs {
 
     /* backend "none": why no device source could be used (host facts only); else "". */
     char backend_why[1024];
+
+    /* The inference servers' progress (hbm_server); servers_interval_s is the time between
+     * their two samples, NAN when progress was not observed. */
+    hbm_server *servers; /* owned */
+    size_t nservers;
+    double servers_interval_s;
 } hbm_obs;
 
 void hbm_obs_init(hbm_obs *obs);
@@ -148,8 +186,5 @@ hbm_link hbm_link_parse(const char *word);
 const char *hbm_pid_state_name(hbm_pid_state s);
 /* The visible-device variable of a vendor: ASCEND_RT_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES. */
 const char *hbm_vendor_visible_env(hbm_vendor v);
-
-/* Memory not held by any listed process: used - sum(process memory), HBM_UNKNOWN if unknown. */
-int64_t hbm_device_unaccounted_bytes(const hbm_device *dev);
 
 #endif

@@ -143,6 +143,8 @@ typedef struct hbm_plan_model {
     int weights_files;
     bool weights_estimated;        /* true: from the architecture, no safetensors found */
     int64_t params_estimated;      /* parameter count from the architecture */
+    bool generic;                  /* a model_type the rules were not checked against:
+                                      planned as a generic decoder from its numbers */
     char name_or_path[256];        /* the config's _name_or_path, "" when absent */
     bool model_dir;                /* path is a directory or a file named config.json in
                                       one; weights are looked for only then */
@@ -193,6 +195,54 @@ typedef enum hbm_plan_sampler {
     HBM_PLAN_SAMPLER_TORCH,       /* "FlashInfer is not available. Falling back to ..." */
 } hbm_plan_sampler;
 
+/* vLLM's (and vllm-ascend's) own options: the features whose start-up memory only its rules
+ * model. Unset = HBM_UNKNOWN / -1 / NULL. */
+typedef struct hbm_plan_vllm_opts {
+    hbm_plan_sampler sampler;    /* not a vLLM flag: whether FlashInfer is installed and used */
+    bool llm_class;              /* launched as Python's vllm.LLM(...), not vllm serve: vLLM's
+                                    UsageContext.LLM_CLASS batch defaults apply */
+    int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
+    /* multimodal flags (src/plan/multimodal.c): --limit-mm-per-prompt's image and video
+     * counts (HBM_UNKNOWN = not given), --mm-processor-kwargs (JSON, borrowed),
+     * --mm-encoder-tp-mode (weights | data, borrowed), --skip-mm-profiling */
+    int64_t mm_limit_image, mm_limit_video;
+    const char *mm_processor_kwargs;
+    const char *mm_encoder_tp_mode;
+    bool skip_mm_profiling;
+    /* speculative decoding (docs/planner.md): --speculative-config JSON (0.8.0+), or V0's
+     * --speculative-model / --num-speculative-tokens (up to 0.8.2); all borrowed, unset =
+     * NULL / HBM_UNKNOWN */
+    const char *speculative_config;
+    const char *speculative_model;
+    int64_t num_speculative_tokens;
+    /* LoRA (docs/planner.md, vLLM, LoRA): --enable-lora (-1 unset, 0, 1), --max-loras,
+     * --max-lora-rank, --max-cpu-loras, --lora-extra-vocab-size (HBM_UNKNOWN unset),
+     * --lora-dtype (borrowed, NULL = auto), --fully-sharded-loras (-1 unset, 0, 1) */
+    int enable_lora;
+    int64_t max_loras, max_lora_rank, max_cpu_loras, lora_extra_vocab_size;
+    const char *lora_dtype;
+    int fully_sharded_loras;
+} hbm_plan_vllm_opts;
+
+/* SGLang's memory flags with no common counterpart (HBM_UNKNOWN when not given). */
+typedef struct hbm_plan_sglang_opts {
+    int64_t max_total_tokens;   /* --max-total-tokens: a cap on the KV pool */
+    int64_t cuda_graph_max_bs;  /* --cuda-graph-max-bs, or the largest --cuda-graph-bs */
+} hbm_plan_sglang_opts;
+
+/* MindIE's config.json keys with no common counterpart. */
+typedef struct hbm_plan_mindie_opts {
+    /* src/plan/mindie.c; 0 = unset, a value MindIE refuses for each */
+    int64_t npu_mem_size_gib;       /* npuMemSize: GiB of KV cache per card, -1 automatic */
+    int64_t max_input_len;          /* maxInputTokenLen */
+    int64_t max_prefill_batch_size; /* maxPrefillBatchSize */
+    int64_t max_iter_times;         /* maxIterTimes */
+    char config_model_path[1024];   /* modelWeightPath of a MindIE config.json read */
+} hbm_plan_mindie_opts;
+
+/* What to plan: the engine, the model, the device and the serving settings every engine has
+ * (in vLLM's names, which the other engines' readers map theirs to), then one struct of
+ * options per engine, read only by that engine's rules. */
 typedef struct hbm_plan_input {
     hbm_plan_engine engine;   /* default vLLM */
     const char *model_path;   /* borrowed: model directory or config.json */
@@ -218,15 +268,11 @@ typedef struct hbm_plan_input {
     const char *quantization;    /* borrowed */
     const char *dtype;           /* borrowed: --dtype */
     int enforce_eager;           /* -1 unset, 0, 1 */
-    int enable_chunked_prefill;  /* -1 unset (on in V1), 0, 1 */
     int64_t kv_cache_memory_bytes;
-    hbm_plan_sampler sampler;    /* not a vLLM flag: whether FlashInfer is installed and used */
-    const char *vllm_version;    /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
-                                    Ascend); NULL = newest rules; a release outside the
-                                    rules' range is refused */
+    const char *engine_version;  /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
+                                    Ascend); NULL = newest rules; a newer one is
+                                    planned with the newest rules, an older one refused */
     const char *served_model;    /* borrowed: model argument as given, for the flag line */
-    bool llm_class;              /* launched as Python's vllm.LLM(...), not vllm serve: vLLM's
-                                    UsageContext.LLM_CLASS batch defaults apply */
     /* flags given that change device memory but are not modelled (static table names);
      * filled by hbm_plan_args_from_argv, named in a note of the result */
     const char *unmodelled[16];
@@ -243,36 +289,9 @@ typedef struct hbm_plan_input {
     /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
      * NULL when whole) */
     const char *live_partial;
-    /* SGLang's memory flags with no vLLM counterpart (HBM_UNKNOWN when not given) */
-    int64_t max_total_tokens;   /* --max-total-tokens: a cap on the KV pool */
-    int64_t cuda_graph_max_bs;  /* --cuda-graph-max-bs, or the largest --cuda-graph-bs */
-    /* multimodal flags (src/plan/multimodal.c): --limit-mm-per-prompt's image and video
-     * counts (HBM_UNKNOWN = not given), --mm-processor-kwargs (JSON, borrowed),
-     * --mm-encoder-tp-mode (weights | data, borrowed), --skip-mm-profiling */
-    int64_t mm_limit_image, mm_limit_video;
-    const char *mm_processor_kwargs;
-    const char *mm_encoder_tp_mode;
-    bool skip_mm_profiling;
-    /* speculative decoding (docs/planner.md): --speculative-config JSON (0.8.0+), or V0's
-     * --speculative-model / --num-speculative-tokens (up to 0.8.2); all borrowed, unset =
-     * NULL / HBM_UNKNOWN */
-    const char *speculative_config;
-    const char *speculative_model;
-    int64_t num_speculative_tokens;
-    /* MindIE's keys that no vLLM flag above means (src/plan/mindie.c); 0 = unset, a value
-     * MindIE refuses for each */
-    int64_t npu_mem_size_gib;       /* npuMemSize: GiB of KV cache per card, -1 automatic */
-    int64_t max_input_len;          /* maxInputTokenLen */
-    int64_t max_prefill_batch_size; /* maxPrefillBatchSize */
-    int64_t max_iter_times;         /* maxIterTimes */
-    char config_model_path[1024];   /* modelWeightPath of a MindIE config.json read */
-    /* LoRA (docs/planner.md, vLLM, LoRA): --enable-lora (-1 unset, 0, 1), --max-loras,
-     * --max-lora-rank, --max-cpu-loras, --lora-extra-vocab-size (HBM_UNKNOWN unset),
-     * --lora-dtype (borrowed, NULL = auto), --fully-sharded-loras (-1 unset, 0, 1) */
-    int enable_lora;
-    int64_t max_loras, max_lora_rank, max_cpu_loras, lora_extra_vocab_size;
-    const char *lora_dtype;
-    int fully_sharded_loras;
+    hbm_plan_vllm_opts vllm;
+    hbm_plan_sglang_opts sglang;
+    hbm_plan_mindie_opts mindie;
 } hbm_plan_input;
 
 /* Every field unset. */
@@ -311,7 +330,7 @@ typedef struct hbm_plan_rec {
     char *change;    /* owned: what to do, with the exact value */
     char *cost;      /* owned: what it costs (context, concurrency, devices) */
     char *flags;     /* owned: the flags to change, e.g. "--max-model-len 23456" */
-    char *vllm_args; /* owned: the whole serving flag line with the change applied */
+    char *launch_line; /* owned: the engine's own launch line with the change applied */
 } hbm_plan_rec;
 
 /* The cheapest launch for a serving target (hbm_plan_serve), or the closest when none
@@ -408,7 +427,8 @@ typedef struct hbm_plan_result {
 
     hbm_plan_rec *recs;       /* owned */
     size_t nrecs;
-    char *vllm_args;          /* owned: the effective serving flags as a vllm serve line */
+    char *launch_line;        /* owned: the engine's own launch line (vllm serve, SGLang's
+                               * launch_server, MindIE's config settings) */
 
     /* what the prediction rests on */
     int64_t total_bytes, free_bytes, requested_bytes;
@@ -418,6 +438,10 @@ typedef struct hbm_plan_result {
     int kv_dtype_bytes;
     char kv_cache_dtype[16];
     char vllm_version[16];    /* rules used */
+    char rules_version[16];   /* rules used, by that name for every engine */
+    char engine_version[24];  /* the release given (--vllm-version, --engine-version); "" */
+    bool rules_newer;         /* it is newer than the rules: planned with the newest */
+    bool model_runner_v2;     /* vLLM's Model Runner V2 runs the model (its profile rules) */
     hbm_plan_platform platform;
     char device_name[64];
     bool live;

@@ -51,8 +51,21 @@ size_t hbm_edit_distance(const char *a, const char *b);
 /* Writes "36.75 GiB" style text (binary units, two decimals above KiB) into buf. */
 const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes);
 
-/* Reads a whole (small) file, NUL-terminated; fails past max bytes. *len may be NULL.
- * path "-" reads standard input. */
+/* The one way hbmctl opens a file it reads (docs/safety.md, "Deadlines and non-blocking
+ * reads"): path under dirfd (AT_FDCWD for a plain path) opened O_RDONLY | O_NONBLOCK |
+ * O_CLOEXEC | O_NOCTTY plus flags (O_NOFOLLOW where someone else could plant a link),
+ * then fstat: a FIFO, socket, device or directory is refused unread (EINVAL), and so is a
+ * file over max bytes (EFBIG; max 0: no bound). Returns the fd, or -1 with errno set and
+ * err naming the path and what it is. */
+int hbm_open_regular(int dirfd, const char *path, int flags, size_t max, hbm_err *err);
+/* Reads fd to its end, NUL-terminated; fails (EFBIG) past max bytes. name is for messages.
+ * *len may be NULL. */
+int hbm_read_fd(int fd, const char *name, size_t max, char **out, size_t *len, hbm_err *err);
+/* hbm_open_regular then hbm_read_fd: a whole (small) regular file. errno is set on failure. */
+int hbm_read_file_at(int dirfd, const char *path, int flags, size_t max, char **out,
+                     size_t *len, hbm_err *err);
+/* hbm_read_file_at(AT_FDCWD, path, 0, ...); path "-" reads standard input (what the user
+ * gave, so any kind of file), bounded by max alike. */
 int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err);
 
 /* Writes all n bytes to fd, again after EINTR and short writes; -1 with errno on failure. */
@@ -62,10 +75,20 @@ int hbm_write_all(int fd, const char *s, size_t n);
 int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mode,
                           hbm_err *err);
 
-/* Runs argv (PATH searched) and captures its stdout, at most 16 MiB; stderr passes through.
- * A status other than 0 is an error naming argv[0], argv[1], the status and the first
- * output. *out (NUL-terminated) is the caller's to free. */
+/* Runs argv (PATH searched) in its own process group, stdin /dev/null, and captures its
+ * stdout (at most 16 MiB) and stderr on pipes of its own. Its output ends when it exits;
+ * then, or at the deadline (timeout seconds), the whole group is killed and the child
+ * reaped. Past the deadline: HBM_ERR_HUNG, "ARGV0 ARGV1 did not finish within Ns (killed)"; a
+ * status other than 0 is an error naming argv[0], argv[1], the status and the first line
+ * of its stderr (else of its output). *out (NUL-terminated) is the caller's to free. */
+int hbm_run_capture_for(char *const argv[], double timeout, char **out, size_t *len,
+                        hbm_err *err);
+/* hbm_run_capture_for with HBM_CHILD_TIMEOUT_DEFAULT seconds. */
+#define HBM_CHILD_TIMEOUT_DEFAULT 30.0
 int hbm_run_capture(char *const argv[], char **out, size_t *len, hbm_err *err);
+/* Kills the process group of every child program running now (async-signal-safe: for a
+ * deadline handler that is about to _exit). Also run at exit. */
+void hbm_children_kill(void);
 
 /* Monotonic and wall clocks in seconds. */
 double hbm_now_mono(void);

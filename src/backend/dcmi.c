@@ -203,7 +203,7 @@ typedef struct dc_chip {
 static void dc_fill_health(const dc_api *a, dc_chip c, hbm_device *d)
 {
     unsigned int h = 0;
-    if (!a->health || a->health(c.card, c.dev, &h) != DC_OK)
+    if (!a->health || HBM_VCALL(a->health)(c.card, c.dev, &h) != DC_OK)
         return;
     static const char *const words[] = {"OK", "Warning", "Alarm", "Critical"};
     const char *w = (int)h == DC_HEALTH_ABSENT ? "Absent" : h < 4 ? words[h] : "UNKNOWN";
@@ -213,7 +213,8 @@ static void dc_fill_health(const dc_api *a, dc_chip c, hbm_device *d)
     unsigned int codes[128];
     int ncodes = 0;
     if (h != 0 && a->errcodes &&
-        a->errcodes(c.card, c.dev, &ncodes, codes, sizeof codes / sizeof *codes) == DC_OK &&
+        HBM_VCALL(a->errcodes)(c.card, c.dev, &ncodes, codes, sizeof codes / sizeof *codes) ==
+            DC_OK &&
         ncodes > 0)
         snprintf(d->health, sizeof d->health, "%s 0x%08X", w, codes[0]);
     else
@@ -228,7 +229,8 @@ static void dc_fill_memory(const dc_api *a, dc_chip c, hbm_device *d)
 {
     DC_ROOM(struct dc_hbm_info) hbm;
     memset(&hbm, 0, sizeof hbm);
-    bool have_hbm = a->hbm && a->hbm(c.card, c.dev, &hbm.v) == DC_OK && hbm.v.memory_size > 0;
+    bool have_hbm = a->hbm && HBM_VCALL(a->hbm)(c.card, c.dev, &hbm.v) == DC_OK &&
+                    hbm.v.memory_size > 0;
     if (have_hbm) {
         d->memory_total_bytes = (int64_t)hbm.v.memory_size * HBM_MIB;
         d->memory_used_bytes = (int64_t)hbm.v.memory_usage * HBM_MIB;
@@ -236,7 +238,8 @@ static void dc_fill_memory(const dc_api *a, dc_chip c, hbm_device *d)
     DC_ROOM(struct dc_mem_v3) m3;
     memset(&m3, 0, sizeof m3);
     int64_t total = HBM_UNKNOWN, used = HBM_UNKNOWN;
-    if (a->mem_v3 && a->mem_v3(c.card, c.dev, &m3.v) == DC_OK && m3.v.memory_size > 0) {
+    if (a->mem_v3 && HBM_VCALL(a->mem_v3)(c.card, c.dev, &m3.v) == DC_OK &&
+        m3.v.memory_size > 0) {
         total = (int64_t)m3.v.memory_size * HBM_MIB;
         if (m3.v.memory_available <= m3.v.memory_size)
             used = (int64_t)(m3.v.memory_size - m3.v.memory_available) * HBM_MIB;
@@ -247,7 +250,8 @@ static void dc_fill_memory(const dc_api *a, dc_chip c, hbm_device *d)
     } else {
         DC_ROOM(struct dc_mem_v2) m2;
         memset(&m2, 0, sizeof m2);
-        if (a->mem_v2 && a->mem_v2(c.card, c.dev, &m2.v) == DC_OK && m2.v.memory_size > 0) {
+        if (a->mem_v2 && HBM_VCALL(a->mem_v2)(c.card, c.dev, &m2.v) == DC_OK &&
+            m2.v.memory_size > 0) {
             total = (int64_t)m2.v.memory_size * HBM_MIB;
             if (m2.v.utiliza <= 100)
                 used = total * (int64_t)m2.v.utiliza / 100;
@@ -268,7 +272,7 @@ static void dc_fill_procs(const dc_api *a, dc_chip c, hbm_device *d)
         return;
     struct dc_proc *buf = hbm_xcalloc(DC_PROCS_ROOM, sizeof *buf);
     int n = 0;
-    if (a->procs(c.card, c.dev, buf, &n) == DC_OK) {
+    if (HBM_VCALL(a->procs)(c.card, c.dev, buf, &n) == DC_OK) {
         d->procs_known = true;
         if (n > DC_PROCS_ROOM) {
             n = DC_PROCS_ROOM;
@@ -289,14 +293,14 @@ static void dc_fill_bus_id(const dc_api *a, dc_chip c, hbm_device *d)
 {
     DC_ROOM(struct dc_pcie_all) p2;
     memset(&p2, 0, sizeof p2);
-    if (a->pcie_v2 && a->pcie_v2(c.card, c.dev, &p2.v) == DC_OK) {
+    if (a->pcie_v2 && HBM_VCALL(a->pcie_v2)(c.card, c.dev, &p2.v) == DC_OK) {
         snprintf(d->bus_id, sizeof d->bus_id, "%04X:%02X:%02X.%X", (unsigned)p2.v.domain & 0xffff,
                  p2.v.bdf_busid & 0xff, p2.v.bdf_deviceid & 0x1f, p2.v.bdf_funcid & 0x7);
         return;
     }
     DC_ROOM(struct dc_pcie) p1;
     memset(&p1, 0, sizeof p1);
-    if (a->pcie && a->pcie(c.card, c.dev, &p1.v) == DC_OK)
+    if (a->pcie && HBM_VCALL(a->pcie)(c.card, c.dev, &p1.v) == DC_OK)
         snprintf(d->bus_id, sizeof d->bus_id, "0000:%02X:%02X.%X", p1.v.bdf_busid & 0xff,
                  p1.v.bdf_deviceid & 0x1f, p1.v.bdf_funcid & 0x7);
 }
@@ -307,26 +311,26 @@ static void dc_fill_chip(const dc_api *a, dc_chip c, hbm_obs *obs)
     d->index = c.card;
     d->chip = c.dev;
     int logic = -1;
-    if (a->logic_id && a->logic_id(&logic, c.card, c.dev) == DC_OK && logic >= 0) {
+    if (a->logic_id && HBM_VCALL(a->logic_id)(&logic, c.card, c.dev) == DC_OK && logic >= 0) {
         d->logic_id = logic;
         unsigned int phy = 0;
-        if (a->phy_from_logic && a->phy_from_logic((unsigned int)logic, &phy) == DC_OK)
+        if (a->phy_from_logic && HBM_VCALL(a->phy_from_logic)((unsigned int)logic, &phy) == DC_OK)
             d->phy_id = phy;
     }
     DC_ROOM(struct dc_chip_info) ci;
     memset(&ci, 0, sizeof ci);
-    if (a->chip_info && a->chip_info(c.card, c.dev, &ci.v) == DC_OK)
+    if (a->chip_info && HBM_VCALL(a->chip_info)(c.card, c.dev, &ci.v) == DC_OK)
         hbm_dl_copy(d->name, sizeof d->name, (const char *)ci.v.chip_name,
                     sizeof ci.v.chip_name);
     dc_fill_health(a, c, d);
     int v = 0;
-    if (a->temperature && a->temperature(c.card, c.dev, &v) == DC_OK && v != DC_TEMP_INVALID &&
-        v != DC_TEMP_FAILED && v > -100 && v < 300)
+    if (a->temperature && HBM_VCALL(a->temperature)(c.card, c.dev, &v) == DC_OK &&
+        v != DC_TEMP_INVALID && v != DC_TEMP_FAILED && v > -100 && v < 300)
         d->temperature_celsius = v;
-    if (a->power && a->power(c.card, c.dev, &v) == DC_OK && v >= 0)
+    if (a->power && HBM_VCALL(a->power)(c.card, c.dev, &v) == DC_OK && v >= 0)
         d->power_watts = v / 10.0;
     unsigned int u = 0;
-    if (a->util && a->util(c.card, c.dev, DC_UTIL_AICORE, &u) == DC_OK) {
+    if (a->util && HBM_VCALL(a->util)(c.card, c.dev, DC_UTIL_AICORE, &u) == DC_OK) {
         u &= ~(unsigned int)DC_UTIL_VF_BIT;
         if (u <= 100)
             d->utilization_ratio = u / 100.0;
@@ -367,7 +371,7 @@ static void dc_fill_topo(const dc_api *a, hbm_obs *obs, size_t base, const dc_ch
             hbm_link l = HBM_LINK_SELF;
             if (i != j) {
                 int code = -1;
-                int r = a->topo(c[i].card, c[i].dev, c[j].card, c[j].dev, &code);
+                int r = HBM_VCALL(a->topo)(c[i].card, c[i].dev, c[j].card, c[j].dev, &code);
                 if (r == DC_ERR_NOT_SUPPORT) /* 310P, 950: asking each pair is pointless */
                     goto done;
                 l = r == DC_OK ? dc_topo_link(code, c[i].card == c[j].card) : HBM_LINK_UNKNOWN;
@@ -389,7 +393,7 @@ static int dcmi_available(hbm_err *err)
     return hbm_dl_probe(DC_LIB_ENV, dc_lib_names, "dcmi_init", err) ? 1 : 0;
 }
 
-static int dcmi_observe(hbm_obs *obs, hbm_err *err)
+static int dcmi_calls(hbm_obs *obs, hbm_err *err)
 {
     dc_api a;
     memset(&a, 0, sizeof a);
@@ -402,19 +406,19 @@ static int dcmi_observe(hbm_obs *obs, hbm_err *err)
         return hbm_err_set(err, "the library lacks dcmi_init/dcmi_get_card_list/"
                                 "dcmi_get_device_num_in_card");
     /* Documented as required before any other call; there is no matching shutdown. */
-    int r = a.init();
+    int r = HBM_VCALL(a.init)();
     if (r != DC_OK)
         return hbm_err_set(err, "dcmi_init: %d (%s)", r, dc_strerror(r));
     int cards[DC_MAX_CARDS];
     int ncards = 0;
-    r = a.cards(&ncards, cards, DC_MAX_CARDS);
+    r = HBM_VCALL(a.cards)(&ncards, cards, DC_MAX_CARDS);
     if (r != DC_OK)
         return hbm_err_set(err, "dcmi_get_card_list: %d (%s)", r, dc_strerror(r));
     if (ncards > DC_MAX_CARDS)
         ncards = DC_MAX_CARDS;
     char ver[256];
     memset(ver, 0, sizeof ver);
-    if (a.driver_version && a.driver_version(ver, sizeof ver) == DC_OK)
+    if (a.driver_version && HBM_VCALL(a.driver_version)(ver, sizeof ver) == DC_OK)
         hbm_dl_copy(obs->driver_version, sizeof obs->driver_version, ver, sizeof ver);
     snprintf(obs->backend, sizeof obs->backend, "dcmi");
 
@@ -422,12 +426,13 @@ static int dcmi_observe(hbm_obs *obs, hbm_err *err)
     dc_chip *chips = NULL;
     for (int i = 0; i < ncards; i++) {
         int nchips = 0;
-        if (a.chips_in_card(cards[i], &nchips) != DC_OK || nchips <= 0)
+        if (HBM_VCALL(a.chips_in_card)(cards[i], &nchips) != DC_OK || nchips <= 0)
             continue;
         for (int dev = 0; dev < nchips && dev < 16; dev++) {
             int type = DC_NPU_TYPE;
             /* MCU and CPU units of a card are not NPUs; an old driver may not say. */
-            if (a.unit_type && a.unit_type(cards[i], dev, &type) == DC_OK && type != DC_NPU_TYPE)
+            if (a.unit_type && HBM_VCALL(a.unit_type)(cards[i], dev, &type) == DC_OK &&
+                type != DC_NPU_TYPE)
                 continue;
             hbm_grow((void **)&chips, &cap, n, sizeof *chips);
             chips[n] = (dc_chip){cards[i], dev};
@@ -438,6 +443,11 @@ static int dcmi_observe(hbm_obs *obs, hbm_err *err)
     dc_fill_topo(&a, obs, base, chips, n);
     free(chips);
     return 0;
+}
+
+static int dcmi_observe(hbm_obs *obs, double timeout, hbm_err *err)
+{
+    return hbm_vcall_run("dcmi", dcmi_calls, obs, timeout, err);
 }
 
 const hbm_backend hbm_backend_dcmi = {

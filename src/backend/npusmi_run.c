@@ -35,25 +35,28 @@ static int npusmi_available(hbm_err *err)
     return found;
 }
 
-static int npusmi_observe(hbm_obs *obs, hbm_err *err)
+static int npusmi_observe(hbm_obs *obs, double timeout, hbm_err *err)
 {
+    if (!(timeout > 0))
+        timeout = HBM_CHILD_TIMEOUT_DEFAULT;
     char *text;
     size_t len;
     char *info[] = {(char *)tool(), "info", NULL};
-    if (hbm_run_capture(info, &text, &len, err) < 0)
-        return -1;
+    int ran = hbm_run_capture_for(info, timeout, &text, &len, err);
+    if (ran < 0)
+        return ran;
     int rc = hbm_npusmi_parse_info(obs, text, len, "npu-smi info", err);
     free(text);
     if (rc < 0)
         return -1;
     /* Logic ids and topology are extras: the main table is still right without them. */
     char *map[] = {(char *)tool(), "info", "-m", NULL};
-    if (hbm_run_capture(map, &text, &len, NULL) == 0) {
+    if (hbm_run_capture_for(map, timeout, &text, &len, NULL) == 0) {
         hbm_npusmi_parse_map(obs, text, len, "npu-smi info -m", NULL);
         free(text);
     }
     char *topo[] = {(char *)tool(), "info", "-t", "topo", NULL};
-    if (hbm_run_capture(topo, &text, &len, NULL) == 0) {
+    if (hbm_run_capture_for(topo, timeout, &text, &len, NULL) == 0) {
         hbm_npusmi_parse_topo(obs, text, len, "npu-smi info -t topo", NULL);
         free(text);
     }

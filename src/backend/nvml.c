@@ -183,7 +183,7 @@ static void nv_bind(nv_api *a)
 
 static const char *nv_strerror(const nv_api *a, nv_ret r, char *buf, size_t n)
 {
-    const char *s = a->errstr ? a->errstr(r) : NULL;
+    const char *s = a->errstr ? HBM_VCALL(a->errstr)(r) : NULL;
     if (s && *s)
         snprintf(buf, n, "%s", s);
     else
@@ -252,7 +252,7 @@ static nv_ret nv_procs_call(nv_procs_fn fn, nv_dev dev, size_t nominal, nv_plist
         memset(a, 0xA5, bytes);
         memset(b, 0x5A, bytes);
         unsigned int na = cap;
-        nv_ret r = fn(dev, &na, a);
+        nv_ret r = HBM_VCALL(fn)(dev, &na, a);
         if (r == NV_ERR_INSUFFICIENT_SIZE) {
             free(a);
             free(b);
@@ -265,7 +265,7 @@ static nv_ret nv_procs_call(nv_procs_fn fn, nv_dev dev, size_t nominal, nv_plist
             return r == NV_OK && na > cap ? NV_ERR_INSUFFICIENT_SIZE : r;
         }
         unsigned int nb = cap;
-        nv_ret rb = fn(dev, &nb, b);
+        nv_ret rb = HBM_VCALL(fn)(dev, &nb, b);
         size_t stride = nv_stride(a, b, bytes, na, rb == NV_OK && nb == na, nominal);
         out->v = hbm_xrealloc(out->v, (out->n + na) * sizeof *out->v);
         for (unsigned int i = 0; i < na; i++) {
@@ -374,7 +374,7 @@ static void nv_fill_health(const nv_api *a, nv_dev dev, hbm_device *d)
     bool checked = false;
     unsigned long long ecc = 0;
     if (a->ecc_total &&
-        a->ecc_total(dev, NV_MEMORY_ERROR_UNCORRECTED, NV_VOLATILE_ECC, &ecc) == NV_OK) {
+        HBM_VCALL(a->ecc_total)(dev, NV_MEMORY_ERROR_UNCORRECTED, NV_VOLATILE_ECC, &ecc) == NV_OK) {
         checked = true;
         if (ecc > 0) {
             snprintf(d->health, sizeof d->health, "ECC: %llu uncorrected", ecc);
@@ -383,7 +383,8 @@ static void nv_fill_health(const nv_api *a, nv_dev dev, hbm_device *d)
         }
     }
     unsigned int corr = 0, unc = 0, pending = 0, failed = 0;
-    if (a->remapped_rows && a->remapped_rows(dev, &corr, &unc, &pending, &failed) == NV_OK) {
+    if (a->remapped_rows &&
+        HBM_VCALL(a->remapped_rows)(dev, &corr, &unc, &pending, &failed) == NV_OK) {
         checked = true;
         if (failed || pending) {
             snprintf(d->health, sizeof d->health, "%s",
@@ -393,7 +394,7 @@ static void nv_fill_health(const nv_api *a, nv_dev dev, hbm_device *d)
         }
     }
     unsigned int retire = 0;
-    if (a->retired_pending && a->retired_pending(dev, &retire) == NV_OK) {
+    if (a->retired_pending && HBM_VCALL(a->retired_pending)(dev, &retire) == NV_OK) {
         checked = true;
         if (retire == NV_FEATURE_ENABLED) {
             snprintf(d->health, sizeof d->health, "page retirement pending");
@@ -408,13 +409,14 @@ static void nv_fill_health(const nv_api *a, nv_dev dev, hbm_device *d)
 static void nv_fill_mig(const nv_api *a, nv_dev dev, hbm_device *d)
 {
     unsigned int cur = 0, pending = 0;
-    if (!a->mig_mode || a->mig_mode(dev, &cur, &pending) != NV_OK || cur != NV_MIG_ENABLE)
+    if (!a->mig_mode || HBM_VCALL(a->mig_mode)(dev, &cur, &pending) != NV_OK ||
+        cur != NV_MIG_ENABLE)
         return;
     unsigned int max = 0, inst = 0;
-    bool counted = a->mig_max && a->mig_handle && a->mig_max(dev, &max) == NV_OK;
+    bool counted = a->mig_max && a->mig_handle && HBM_VCALL(a->mig_max)(dev, &max) == NV_OK;
     for (unsigned int i = 0; counted && i < max; i++) {
         nv_dev m;
-        if (a->mig_handle(dev, i, &m) == NV_OK)
+        if (HBM_VCALL(a->mig_handle)(dev, i, &m) == NV_OK)
             inst++;
     }
     if (counted)
@@ -429,17 +431,17 @@ static void nv_fill_links(const nv_api *a, nv_gpu *g)
         return;
     for (unsigned int l = 0; l < NV_NVLINK_MAX_LINKS; l++) {
         unsigned int active = 0;
-        if (a->link_state(g->h, l, &active) != NV_OK || active != NV_FEATURE_ENABLED)
+        if (HBM_VCALL(a->link_state)(g->h, l, &active) != NV_OK || active != NV_FEATURE_ENABLED)
             continue;
         unsigned int type = 0;
-        if (a->link_remote_type && a->link_remote_type(g->h, l, &type) == NV_OK &&
+        if (a->link_remote_type && HBM_VCALL(a->link_remote_type)(g->h, l, &type) == NV_OK &&
             type == NV_NVLINK_DEVICE_SWITCH) {
             g->to_switch = true;
             continue;
         }
         nv_pci_buf pb;
         memset(&pb, 0, sizeof pb);
-        if (a->link_remote_pci && a->link_remote_pci(g->h, l, &pb.pci) == NV_OK)
+        if (a->link_remote_pci && HBM_VCALL(a->link_remote_pci)(g->h, l, &pb.pci) == NV_OK)
             g->peer[l] = (nv_loc){pb.pci.domain, pb.pci.bus, pb.pci.device, true};
     }
 }
@@ -447,7 +449,7 @@ static void nv_fill_links(const nv_api *a, nv_gpu *g)
 /* Fills one device; returns false when the GPU is not ours to see (no permission). */
 static bool nv_fill_device(const nv_api *a, unsigned int i, hbm_obs *obs, nv_gpu *g)
 {
-    nv_ret r = a->handle(i, &g->h);
+    nv_ret r = HBM_VCALL(a->handle)(i, &g->h);
     if (r == NV_ERR_NO_PERMISSION || r == NV_ERR_NOT_FOUND)
         return false;
     hbm_device *d = hbm_obs_add_device(obs, HBM_VENDOR_NVIDIA);
@@ -462,16 +464,16 @@ static bool nv_fill_device(const nv_api *a, unsigned int i, hbm_obs *obs, nv_gpu
         return true;
     }
     unsigned int u = 0;
-    if (a->index && a->index(g->h, &u) == NV_OK)
+    if (a->index && HBM_VCALL(a->index)(g->h, &u) == NV_OK)
         d->index = u;
     char buf[128];
-    if (a->name && a->name(g->h, buf, sizeof buf) == NV_OK)
+    if (a->name && HBM_VCALL(a->name)(g->h, buf, sizeof buf) == NV_OK)
         hbm_dl_copy(d->name, sizeof d->name, buf, sizeof buf);
-    if (a->uuid && a->uuid(g->h, buf, sizeof buf) == NV_OK)
+    if (a->uuid && HBM_VCALL(a->uuid)(g->h, buf, sizeof buf) == NV_OK)
         hbm_dl_copy(d->uuid, sizeof d->uuid, buf, sizeof buf);
     nv_pci_buf pb;
     memset(&pb, 0, sizeof pb);
-    if (a->pci && a->pci(g->h, &pb.pci) == NV_OK) {
+    if (a->pci && HBM_VCALL(a->pci)(g->h, &pb.pci) == NV_OK) {
         g->loc = (nv_loc){pb.pci.domain, pb.pci.bus, pb.pci.device, true};
         if (a->pci_has_bus_id && pb.pci.bus_id[0])
             hbm_dl_copy(d->bus_id, sizeof d->bus_id, pb.pci.bus_id, sizeof pb.pci.bus_id);
@@ -482,21 +484,21 @@ static bool nv_fill_device(const nv_api *a, unsigned int i, hbm_obs *obs, nv_gpu
 
     nv_memory_v2 m2 = {.version = (unsigned int)(sizeof m2 | 2u << 24)};
     nv_memory m1 = {0};
-    nv_ret rm = a->memory_v2 ? a->memory_v2(g->h, &m2) : NV_ERR_FUNCTION_NOT_FOUND;
+    nv_ret rm = a->memory_v2 ? HBM_VCALL(a->memory_v2)(g->h, &m2) : NV_ERR_FUNCTION_NOT_FOUND;
     if (rm == NV_OK) {
         d->memory_total_bytes = (int64_t)m2.total;
         d->memory_used_bytes = (int64_t)m2.used;
         d->memory_reserved_bytes = (int64_t)m2.reserved;
-    } else if (a->memory && (rm = a->memory(g->h, &m1)) == NV_OK) {
+    } else if (a->memory && (rm = HBM_VCALL(a->memory)(g->h, &m1)) == NV_OK) {
         d->memory_total_bytes = (int64_t)m1.total;
         d->memory_used_bytes = (int64_t)m1.used;
     }
     nv_util ut;
-    if (a->util && a->util(g->h, &ut) == NV_OK && ut.gpu <= 100)
+    if (a->util && HBM_VCALL(a->util)(g->h, &ut) == NV_OK && ut.gpu <= 100)
         d->utilization_ratio = ut.gpu / 100.0;
-    if (a->temperature && a->temperature(g->h, NV_TEMPERATURE_GPU, &u) == NV_OK)
+    if (a->temperature && HBM_VCALL(a->temperature)(g->h, NV_TEMPERATURE_GPU, &u) == NV_OK)
         d->temperature_celsius = u;
-    if (a->power && a->power(g->h, &u) == NV_OK)
+    if (a->power && HBM_VCALL(a->power)(g->h, &u) == NV_OK)
         d->power_watts = u / 1000.0;
 
     nv_fill_health(a, g->h, d);
@@ -526,7 +528,7 @@ static bool nv_nvlinked(const nv_api *a, const nv_gpu *x, const nv_gpu *y)
         return true;
     /* P2P over NVLink covers fabrics whose link calls say little (older drivers). */
     int st = -1;
-    return a->p2p && a->p2p(x->h, y->h, NV_P2P_CAPS_INDEX_NVLINK, &st) == NV_OK &&
+    return a->p2p && HBM_VCALL(a->p2p)(x->h, y->h, NV_P2P_CAPS_INDEX_NVLINK, &st) == NV_OK &&
            st == NV_P2P_STATUS_OK;
 }
 
@@ -560,7 +562,7 @@ static void nv_fill_topo(const nv_api *a, hbm_obs *obs, size_t base, const nv_gp
                 l = HBM_LINK_UNKNOWN;
             else if (nv_nvlinked(a, &g[i], &g[j]))
                 l = HBM_LINK_NVLINK;
-            else if (a->topo && a->topo(g[i].h, g[j].h, &level) == NV_OK)
+            else if (a->topo && HBM_VCALL(a->topo)(g[i].h, g[j].h, &level) == NV_OK)
                 l = nv_level_link(level);
             any |= i != j && l != HBM_LINK_UNKNOWN;
             m[(base + i) * total + base + j] = l;
@@ -579,7 +581,7 @@ static int nvml_available(hbm_err *err)
     return hbm_dl_probe(NV_LIB_ENV, nv_lib_names, "nvmlInit", err) ? 1 : 0;
 }
 
-static int nvml_observe(hbm_obs *obs, hbm_err *err)
+static int nvml_calls(hbm_obs *obs, hbm_err *err)
 {
     nv_api a;
     memset(&a, 0, sizeof a);
@@ -592,18 +594,18 @@ static int nvml_observe(hbm_obs *obs, hbm_err *err)
         return hbm_err_set(err, "the library lacks nvmlInit/nvmlDeviceGetCount/"
                                 "nvmlDeviceGetHandleByIndex");
     char e[128];
-    nv_ret r = a.init();
+    nv_ret r = HBM_VCALL(a.init)();
     if (r != NV_OK)
         return hbm_err_set(err, "nvmlInit: %s", nv_strerror(&a, r, e, sizeof e));
     unsigned int n = 0;
-    r = a.count(&n);
+    r = HBM_VCALL(a.count)(&n);
     if (r != NV_OK) {
         hbm_err_set(err, "nvmlDeviceGetCount: %s", nv_strerror(&a, r, e, sizeof e));
-        a.shutdown();
+        HBM_VCALL(a.shutdown)();
         return -1;
     }
     char ver[96];
-    if (a.driver_version && a.driver_version(ver, sizeof ver) == NV_OK)
+    if (a.driver_version && HBM_VCALL(a.driver_version)(ver, sizeof ver) == NV_OK)
         hbm_dl_copy(obs->driver_version, sizeof obs->driver_version, ver, sizeof ver);
     snprintf(obs->backend, sizeof obs->backend, "nvml");
     size_t base = obs->ndevs;
@@ -616,8 +618,13 @@ static int nvml_observe(hbm_obs *obs, hbm_err *err)
     }
     nv_fill_topo(&a, obs, base, g, k);
     free(g);
-    a.shutdown();
+    HBM_VCALL(a.shutdown)();
     return 0;
+}
+
+static int nvml_observe(hbm_obs *obs, double timeout, hbm_err *err)
+{
+    return hbm_vcall_run("nvml", nvml_calls, obs, timeout, err);
 }
 
 const hbm_backend hbm_backend_nvml = {

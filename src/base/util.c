@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,21 +182,64 @@ const char *hbm_fmt_size(char *buf, size_t n, int64_t bytes)
     return buf;
 }
 
-int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err)
+static const char *file_kind(mode_t m)
 {
-    bool is_stdin = strcmp(path, "-") == 0;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return hbm_err_set(err, "%s: %s", path, strerror(errno));
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISDIR(m)  ? "a directory"
+                         : "a special file";
+}
+
+int hbm_open_regular(int dirfd, const char *path, int flags, size_t max, hbm_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO with no writer (or a device) returns at once instead of
+     * waiting, so the type can be refused before anything is read. */
+    int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | flags);
+    if (fd < 0) {
+        int e = errno;
+        /* O_NOFOLLOW on a link fails with ELOOP: say what it is rather than "too many
+         * levels of symbolic links". */
+        if (e == ELOOP && (flags & O_NOFOLLOW))
+            hbm_err_set(err, "%s: a symbolic link, refused unread", path);
+        else
+            hbm_err_set(err, "%s: %s", path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) < 0) {
+        e = errno;
+        hbm_err_set(err, "%s: %s", path, strerror(e));
+    } else if (!S_ISREG(st.st_mode)) {
+        e = EINVAL;
+        hbm_err_set(err, "%s: %s, not a regular file: refused unread", path,
+                    file_kind(st.st_mode));
+    } else if (max && (uint64_t)st.st_size > max) {
+        e = EFBIG;
+        hbm_err_set(err, "%s: larger than %zu bytes", path, max);
+    }
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int hbm_read_fd(int fd, const char *name, size_t max, char **out, size_t *len, hbm_err *err)
+{
     size_t cap = 4096, n = 0;
     char *buf = hbm_xmalloc(cap);
     for (;;) {
         if (n + 1 >= cap) {
             if (cap > max) {
-                if (!is_stdin)
-                    close(fd);
                 free(buf);
-                return hbm_err_set(err, "%s: larger than %zu bytes", path, max);
+                hbm_err_set(err, "%s: larger than %zu bytes", name, max);
+                errno = EFBIG;
+                return -1;
             }
             cap *= 2;
             buf = hbm_xrealloc(buf, cap);
@@ -205,26 +249,47 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
             if (errno == EINTR)
                 continue;
             int e = errno;
-            if (!is_stdin)
-        close(fd);
             free(buf);
-            return hbm_err_set(err, "%s: %s", path, strerror(e));
+            hbm_err_set(err, "%s: %s", name, strerror(e));
+            errno = e;
+            return -1;
         }
         if (r == 0)
             break;
         n += (size_t)r;
     }
-    if (!is_stdin)
-        close(fd);
     if (n > max) {
         free(buf);
-        return hbm_err_set(err, "%s: larger than %zu bytes", path, max);
+        hbm_err_set(err, "%s: larger than %zu bytes", name, max);
+        errno = EFBIG;
+        return -1;
     }
     buf[n] = '\0';
     *out = buf;
     if (len)
         *len = n;
     return 0;
+}
+
+int hbm_read_file_at(int dirfd, const char *path, int flags, size_t max, char **out,
+                     size_t *len, hbm_err *err)
+{
+    int fd = hbm_open_regular(dirfd, path, flags, max, err);
+    if (fd < 0)
+        return -1;
+    int rc = hbm_read_fd(fd, path, max, out, len, err);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err)
+{
+    /* Standard input is what the user handed over (a pipe, a terminal): read, but bounded. */
+    if (strcmp(path, "-") == 0)
+        return hbm_read_fd(STDIN_FILENO, "<stdin>", max, out, len, err);
+    return hbm_read_file_at(AT_FDCWD, path, 0, max, out, len, err);
 }
 
 int hbm_write_all(int fd, const char *s, size_t n)
@@ -245,7 +310,13 @@ int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mo
                           hbm_err *err)
 {
     char *tmp = hbm_xasprintf("%s.%d.tmp", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    /* O_EXCL: in a shared directory the name can be taken in advance (a FIFO would block
+     * a plain open, a planted file would become the result); a leftover of our own from
+     * a crashed run is removed once (the sticky bit stops us removing anyone else's). */
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW;
+    int fd = open(tmp, flags, mode);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, flags, mode);
     if (fd < 0) {
         int e = errno;
         free(tmp);

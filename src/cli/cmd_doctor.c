@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "cli_findings.h"
 #include "hbm/doctor.h"
+#include "wrap.h"
 
 static const char about[] =
     "Finds what keeps accelerator memory from being free: orphaned, zombie or stuck\n"
@@ -19,16 +20,36 @@ static const char about[] =
     "device source (broken driver, no vendor libraries) it checks the host alone\n"
     "and says so first.\n";
 
+/* The rule registry, one rule a paragraph: id, severity and clean action, then when it is
+ * raised and what to do. */
+static void print_rules(FILE *f)
+{
+    for (size_t i = 0; i < hbm_doctor_nrules(); i++) {
+        const hbm_doctor_rule *r = hbm_doctor_rule_at(i);
+        fprintf(f, "%s%s\n", i ? "\n" : "", r->id);
+        cli_wrap(f, "  severity", 14, r->severity);
+        cli_wrap(f, "  when", 14, r->when);
+        cli_wrap(f, "  evidence", 14, r->evidence);
+        cli_wrap(f, "  remedy", 14, r->remedy);
+        cli_wrap(f, "  clean", 14, r->clean);
+    }
+}
+
 int cmd_doctor(int argc, char **argv)
 {
     cli_common c;
     cli_common_init(&c);
-    hbm_doctor_opts dopts = {.progress_interval_s = 5};
+    hbm_doctor_opts dopts = {0};
+    c.src.progress_interval_s = 5;
+    bool rules = false;
     const cli_opt opts[] = {
         CLI_GROUPS_HERE,
+        CLI_OPT(CLI_FLAG, "rules", 0, NULL, &rules,
+                "list every finding doctor can raise (id, severity, when, evidence,\n"
+                "remedy, clean action) and exit; observes nothing"),
         CLI_OPT(CLI_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
                 "/dev/shm use that counts as nearly full (default 90%)"),
-        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &dopts.progress_interval_s,
+        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
                 "read the /metrics of each inference server found listening here\n"
                 "twice this far apart (default 5s; 0 = do not): work and no token\n"
                 "in between is server-stalled", .min = 0, .words = "0 1s 5s"),
@@ -47,9 +68,14 @@ int cmd_doctor(int argc, char **argv)
     int prc = cli_parse_options(&spec, argc, argv);
     if (prc != CLI_CONTINUE)
         return prc;
+    if (rules) {
+        if (c.json)
+            cli_json_out(hbm_doctor_rules_json());
+        else
+            print_rules(stdout);
+        return CLI_EXIT_OK;
+    }
     c.src.host_only_ok = true;
-    if (c.src.snapshot)
-        dopts.progress_interval_s = 0; /* a snapshot's servers are not here to ask */
     hbm_obs obs;
     if (!cli_observe(&c, &obs))
         return CLI_EXIT_ERROR;

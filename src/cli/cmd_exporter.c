@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_progress.h"
+#include "hbm/backend.h"
 #include "hbm/export.h"
 
 static const char about[] =
@@ -66,6 +67,9 @@ static int serve(hbm_exporter *ex, const hbm_export_server_opts *so)
             hbm_export_server_port(srv));
     int sig = 0;
     sigwait(&stop, &sig);
+    /* A scrape waiting for a wedged driver ends now, so stopping the server need not wait
+     * out --vendor-timeout. */
+    hbm_backend_stop();
     hbm_export_server_stop(srv);
     return CLI_EXIT_OK;
 }
@@ -80,7 +84,7 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
     xo.min_interval = 1.0;
     hbm_export_server_opts so = {.listen = "127.0.0.1:9464"};
     cli_limit threshold = {xo.leak.threshold_bytes, xo.leak.threshold_ratio};
-    long max_conn = 0;
+    long max_conn = 0, per_client = 0;
     double timeout = 10;
     bool once = false;
     const char *web_config = NULL;
@@ -95,6 +99,9 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
                 .why = "must be > 0"),
         CLI_OPT(CLI_COUNT, "max-connections", 0, "N", &max_conn,
                 "concurrent connections (default 2048)", .min = 1, .max = 1000000),
+        CLI_OPT(CLI_COUNT, "max-per-client", 0, "N", &per_client,
+                "concurrent connections from one client address (default 64)",
+                .min = 1, .max = 1000000),
         CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout,
                 "close idle connections after this (default 10s)", .min = 1,
                 .why = "want 1s or more"),
@@ -125,6 +132,7 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
     xo.leak.threshold_bytes = threshold.bytes;
     xo.leak.threshold_ratio = threshold.ratio;
     so.max_connections = (unsigned)max_conn;
+    so.per_client = (unsigned)per_client;
     so.timeout_s = (unsigned)ceil(timeout);
     static hbm_webconfig web;
     if (web_config) {

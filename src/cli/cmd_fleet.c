@@ -18,22 +18,21 @@ static const char about[] =
 /* A secret from a file, trailing newline cut; NULL with a message when unreadable. */
 static char *read_secret(const char *opt, const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        cli_errorf("%s %s: %s", opt, path, strerror(errno));
+    char *buf;
+    size_t n;
+    hbm_err err = {{0}};
+    if (hbm_read_file(path, 4095, &buf, &n, &err) < 0) {
+        cli_errorf("%s %s", opt, err.msg);
         return NULL;
     }
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     if (!n) {
+        free(buf);
         cli_errorf("%s %s: empty", opt, path);
         return NULL;
     }
-    return hbm_xstrdup(buf);
+    return buf;
 }
 
 static hbm_verdict verdict_of(const char *name)

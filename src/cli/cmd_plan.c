@@ -291,20 +291,21 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
                 .words = "cuda ascend"),
         CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
                 "the serving engine whose start-up is planned: vllm (default) or\n"
-                "sglang (its own flags, SGLang 0.2.0-0.5.x) or mindie (its config\n"
+                "sglang (its own flags, SGLang 0.2.0-0.5.6 rules) or mindie (its config\n"
                 "keys as flags: --npuMemSize, --maxSeqLen, ...; its config.json\n"
                 "after '--')"),
-        CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->vllm_version,
-                "rules of that release: vLLM 0.6.0-0.23.x, vllm-ascend 0.7.0-0.23.x\n"
-                "on Ascend; others are refused; default the newest"),
-        CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->vllm_version,
+        CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->engine_version,
+                "rules of that release: vLLM 0.6.0-0.29.x, vllm-ascend 0.7.0-0.29.x\n"
+                "on Ascend; a newer release gets the newest rules (said so), an\n"
+                "older one is refused; default the newest"),
+        CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->engine_version,
                 "the same for the engine --engine names"),
         CLI_OPT(CLI_ENUM, "sampler", 0, "S", &a->sampler,
                 "the top-k/top-p sampler vLLM V1 warms up on CUDA: flashinfer (used\n"
                 "up to 0.10.1 when installed) or torch (later releases, or the log says\n"
                 "\"FlashInfer is not available\"); default the release's",
                 .choices = samplers, .words = "flashinfer torch"),
-        CLI_OPT(CLI_FLAG, "offline", 0, NULL, &in->llm_class,
+        CLI_OPT(CLI_FLAG, "offline", 0, NULL, &in->vllm.llm_class,
                 "the launch is Python's vllm.LLM(...), not vllm serve: vLLM's\n"
                 "offline batch defaults (more batched tokens) apply"),
         CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
@@ -370,7 +371,7 @@ static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **hol
     if (a->platform >= 0)
         in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
     if (a->sampler >= 0)
-        in->sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
+        in->vllm.sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
     if (a->serve > 0 && a->device && !strcmp(a->device, "auto")) {
         cli_errorf("--serve chooses how many devices: give --device NAME or --mem SIZE "
                    "--free SIZE, not --device auto");

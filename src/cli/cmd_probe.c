@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -71,16 +72,33 @@ static void record(probe *p, const char *check, int result, json_t *extra, const
     }
 }
 
-/* The deadline's line: NPD's 80 characters in --npd mode. */
+/* The deadline's line: NPD's 80 characters in --npd mode; with --json, the document of a
+ * probe that could not check (the same fields as report()'s). */
 static const char *deadline_msg = "hbmctl probe: could not check: deadline passed (driver or "
                                   "endpoint did not answer)\n";
+static const char deadline_json[] =
+    "{\"status\": \"unknown\", \"exit\": 2, \"reason\": \"deadline passed (driver or endpoint "
+    "did not answer)\", \"checks\": []}\n";
 
 static void on_deadline(int sig)
 {
     (void)sig;
+    /* A hung npu-smi goes with the probe: nothing it started outlives the deadline. */
+    hbm_children_kill();
     ssize_t w = write(STDOUT_FILENO, deadline_msg, strlen(deadline_msg));
     (void)w;
     _exit(PR_UNKNOWN);
+}
+
+/* Arms (seconds > 0) or disarms (0) the deadline, to the microsecond: alarm() would round
+ * 1500ms up to 2s. */
+static void deadline_arm(double seconds)
+{
+    struct itimerval it = {{0, 0}, {(time_t)seconds,
+                                     (suseconds_t)((seconds - floor(seconds)) * 1e6)}};
+    if (seconds > 0 && it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+        it.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static void check_device(probe *p, const hbm_device *d, int64_t max_bytes, double max_ratio)
@@ -268,7 +286,7 @@ static void npd_cause(npd_check c, const hbm_device *d, const npd_leaks *l, char
         return;
     }
     if (c == NPD_UNACCOUNTED) {
-        hbm_fmt_size(sz, sizeof sz, hbm_device_unaccounted_bytes(d));
+        hbm_fmt_size(sz, sizeof sz, d->unaccounted_bytes);
         snprintf(buf, n, "%s held by no process", sz);
         return;
     }
@@ -422,7 +440,7 @@ static int npd_stalled(probe *p, const progress_opts *po)
         snprintf(line, sizeof line, "unknown: --npd stalled needs --metrics-url");
     else
         check_progress(p, po);
-    alarm(0);
+    deadline_arm(0);
     const char *word = p->worst == PR_OK ? "ok" : p->worst == PR_BAD ? "server" : "unknown";
     if (po->url)
         snprintf(line, sizeof line, "%s: %s", word, p->worst == PR_OK ? p->oks : p->first);
@@ -503,12 +521,14 @@ int cmd_probe(int argc, char **argv)
     if (npd >= 0)
         /* Well inside NPD's 5 s plugin timeout, so NPD hears Unknown, not a kill. */
         deadline_msg = "unknown: deadline passed (the driver did not answer)\n";
+    else if (common.json)
+        deadline_msg = deadline_json;
     if (deadline < 0)
         deadline = npd >= 0 ? 4 : 10;
     struct sigaction sa = {0};
     sa.sa_handler = on_deadline;
     sigaction(SIGALRM, &sa, NULL);
-    alarm((unsigned)ceil(deadline));
+    deadline_arm(deadline);
     probe p = {.checks = json_array(), .worst = PR_OK};
     if (npd == NPD_STALLED)
         return npd_stalled(&p, &po);
@@ -523,7 +543,7 @@ int cmd_probe(int argc, char **argv)
         check_url(&p, url, timeout);
     if (po.url)
         check_progress(&p, &po);
-    alarm(0);
+    deadline_arm(0);
 
     report(&p, common.json);
     return p.worst;

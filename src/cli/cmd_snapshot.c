@@ -13,9 +13,15 @@ int cmd_snapshot(int argc, char **argv)
     cli_common c;
     cli_common_init(&c);
     const char *out = NULL;
+    c.src.progress_interval_s = 5;
     const cli_opt opts[] = {
         CLI_OPT(CLI_STRING, "output", 'o', "FILE", &out,
                 "write to FILE instead of standard output"),
+        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
+                "read the /metrics of each inference server found listening here\n"
+                "twice this far apart and keep what they showed (default 5s; 0 =\n"
+                "do not): doctor --snapshot then judges server-stalled as live",
+                .min = 0, .words = "0 1s 5s"),
         CLI_GROUPS_HERE,
         CLI_OPTS_END,
     };

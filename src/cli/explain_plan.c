@@ -79,12 +79,12 @@ static char *launch_setup(const hbm_explain_report *rep, const explain_plan_opts
                                      "directory here", named)
                      : hbm_xstrdup("give --model DIR: the log does not name its model");
     const hbm_explain_fact *ver = hbm_explain_report_fact(rep, "vllm_version");
-    if (ver && !l->in.vllm_version)
-        l->in.vllm_version = ver->text;
+    if (ver && !l->in.engine_version)
+        l->in.engine_version = ver->text;
     /* the torch sampler's warm-up takes four times FlashInfer's */
     const hbm_explain_fact *smp = hbm_explain_report_fact(rep, "vllm_sampler");
     if (smp)
-        l->in.sampler = strcmp(smp->text, "FlashInfer") ? HBM_PLAN_SAMPLER_TORCH
+        l->in.vllm.sampler = strcmp(smp->text, "FlashInfer") ? HBM_PLAN_SAMPLER_TORCH
                                                         : HBM_PLAN_SAMPLER_FLASHINFER;
     if (o->device) {
         const hbm_plan_device *d = hbm_plan_device_find(o->device);
@@ -268,7 +268,8 @@ static void sampler_figures(const hbm_explain_finding *fd, const explain_plan_op
         json_object_set_new(f->json, "sampler_bytes", json_integer(r.sampler_bytes));
         json_object_set_new(f->json, "kv_cache_bytes", json_integer(r.kv_cache_bytes));
         json_object_set_new(f->json, "kv_cache_tokens", json_integer(r.kv_cache_tokens));
-        json_object_set_new(f->json, "vllm_args", json_string(r.vllm_args ? r.vllm_args : ""));
+        json_object_set_new(f->json, "launch_line", json_string(r.launch_line ? r.launch_line : ""));
+        json_object_set_new(f->json, "vllm_args", json_string(r.launch_line ? r.launch_line : ""));
         sampler_verdict(&l, &r, f);
     }
     hbm_plan_result_free(&r);

@@ -48,6 +48,12 @@ static size_t group_opts(const cli_spec *s, cli_opt *out)
         out[n++] = (cli_opt)CLI_OPT(CLI_STRING, "root", 0, "DIR", &c->src.root,
                                     "read /proc, /sys and /dev under DIR (tests; env "
                                     "HBMCTL_ROOT)");
+        out[n++] = (cli_opt)CLI_OPT(CLI_DURATION, "vendor-timeout", 0, "DUR",
+                                    &c->src.vendor_timeout,
+                                    "give up on a driver call (DCMI, NVML) or npu-smi run\n"
+                                    "after this: exit 2 naming it (default 5s)",
+                                    .min = 1e-3, .why = "want 1ms or more",
+                                    .words = "2s 5s 10s");
     }
     return n;
 }

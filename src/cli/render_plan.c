@@ -59,7 +59,7 @@ static void recs_text(FILE *f, const hbm_plan_result *r, int width)
         char *c = hbm_xasprintf("cost: %s", r->recs[i].cost);
         wrap_hang(f, c, 5, 5, width);
         free(c);
-        wrap_hang(f, r->recs[i].vllm_args, 5, 7, width);
+        wrap_hang(f, r->recs[i].launch_line, 5, 7, width);
     }
 }
 
@@ -110,12 +110,15 @@ static void report_inputs(FILE *f, const hbm_plan_result *r, int width)
 {
     const hbm_plan_model *m = &r->model;
     fprintf(f, "model   ");
+    char newer[64] = "";
+    if (r->rules_newer)
+        snprintf(newer, sizeof newer, " (%s is newer: the newest rules)", r->engine_version);
     char *line = hbm_xasprintf(
-        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s",
+        "%s: %lld layers, %lld KV heads x %lld%s, %s%s%s; %s rules %s%s",
         m->architecture[0] ? m->architecture : m->model_type, (long long)m->num_layers,
         (long long)m->num_kv_heads, (long long)m->head_dim, m->mla ? " (MLA latent)" : "",
         m->dtype, m->num_experts ? ", MoE" : "", m->quant_method[0] ? ", quantised" : "",
-        engine_word(r, true), r->vllm_version);
+        engine_word(r, true), r->vllm_version, newer);
     cli_wrap_from(f, line, 8, 8, width, false);
     free(line);
     char fr[48];
@@ -292,7 +295,7 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
     if (r->launch.asked)
         launch_text(f, r, width);
     fprintf(f, "\ncommand ");
-    cli_wrap_from(f, r->vllm_args ? r->vllm_args : "", 8, 8, width, false);
+    cli_wrap_from(f, r->launch_line ? r->launch_line : "", 8, 8, width, false);
     if (r->nnotes) {
         fprintf(f, "\nnotes:\n");
         for (size_t i = 0; i < r->nnotes; i++) {

@@ -70,9 +70,16 @@ int hbm_audit_append(const char *path, json_t *record, hbm_err *err)
 {
     if (make_parent(path, err) < 0)
         return -1;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+    /* O_NONBLOCK: a FIFO in its place fails (no reader) or is refused below, never waits. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW,
+                  0640);
     if (fd < 0)
         return hbm_err_set(err, "cannot open audit log %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return hbm_err_set(err, "audit log %s is not a regular file: refused", path);
+    }
     json_t *rec = json_object();
     double now = hbm_now_wall();
     time_t t = (time_t)now;

@@ -12,6 +12,7 @@ void hbm_obs_init(hbm_obs *obs)
     memset(obs, 0, sizeof *obs);
     snprintf(obs->schema, sizeof obs->schema, "%s", HBM_SNAPSHOT_SCHEMA);
     snprintf(obs->tool_version, sizeof obs->tool_version, "%s", HBM_VERSION);
+    obs->servers_interval_s = NAN;
 }
 
 void hbm_obs_free(hbm_obs *obs)
@@ -22,6 +23,9 @@ void hbm_obs_free(hbm_obs *obs)
     free(obs->topo);
     if (obs->has_host)
         hbm_host_free(&obs->host);
+    for (size_t i = 0; i < obs->nservers; i++)
+        free(obs->servers[i].engines);
+    free(obs->servers);
     memset(obs, 0, sizeof *obs);
 }
 
@@ -36,6 +40,7 @@ hbm_device *hbm_obs_add_device(hbm_obs *obs, hbm_vendor vendor)
     d->memory_used_bytes = d->memory_total_bytes = d->memory_reserved_bytes = HBM_UNKNOWN;
     d->hugepages_used = d->hugepages_total = HBM_UNKNOWN;
     d->ddr_used_bytes = d->ddr_total_bytes = HBM_UNKNOWN;
+    d->baseline_bytes = d->unaccounted_bytes = HBM_UNKNOWN;
     d->healthy = true;
     /* A topology matrix sized for fewer devices no longer fits. */
     free(obs->topo);
@@ -157,15 +162,4 @@ const char *hbm_pid_state_name(hbm_pid_state s)
     case HBM_PID_ABANDONED: return "abandoned";
     default: return "unchecked";
     }
-}
-
-int64_t hbm_device_unaccounted_bytes(const hbm_device *dev)
-{
-    if (dev->memory_used_bytes < 0)
-        return HBM_UNKNOWN;
-    int64_t held = 0;
-    for (size_t i = 0; i < dev->nprocs; i++)
-        if (dev->procs[i].memory_bytes > 0)
-            held += dev->procs[i].memory_bytes;
-    return dev->memory_used_bytes > held ? dev->memory_used_bytes - held : 0;
 }

@@ -563,6 +563,8 @@ static const field device_fields[] = {
     FLD(hbm_device, "mig", F_STR, mig),
     CUSTOM("verdict", put_verdict, NULL), /* verdicts are judged again on reading */
     FLDF(hbm_device, "reason", F_STRZ, F_OUT, reason),
+    FLDF(hbm_device, "baseline_bytes", F_I64, F_OUT, baseline_bytes),
+    FLDF(hbm_device, "unaccounted_bytes", F_I64, F_OUT, unaccounted_bytes),
     FLD(hbm_device, "processes_known", F_BOOL, procs_known),
     FLD(hbm_device, "processes_truncated", F_BOOL, procs_truncated),
     LIST("processes", device_procs),
@@ -843,6 +845,39 @@ static int get_captured_at(rd *r, const json_t *o, void *obj)
     return 0;
 }
 
+static const field server_engine_fields[] = {
+    FLD(hbm_server_engine, "kind", F_STRZ, kind),
+    FLD(hbm_server_engine, "model", F_STR, model),
+    FLD(hbm_server_engine, "engine", F_STR, engine),
+    FLD(hbm_server_engine, "state", F_STRZ, state),
+    FLD(hbm_server_engine, "why", F_STR, why),
+    FLD(hbm_server_engine, "line", F_STRZ, line),
+    FLD(hbm_server_engine, "running", F_REAL, running),
+    FLD(hbm_server_engine, "waiting", F_REAL, waiting),
+    FLD(hbm_server_engine, "tokens_before", F_REAL, tokens_before),
+    FLD(hbm_server_engine, "tokens_after", F_REAL, tokens_after),
+    FLD(hbm_server_engine, "seconds_without_token", F_REAL, stalled_for_s),
+    END,
+};
+
+static const list_desc server_engines = {sizeof(hbm_server_engine),
+                                         offsetof(hbm_server, engines),
+                                         offsetof(hbm_server, nengines), server_engine_fields,
+                                         NULL};
+
+static const field server_fields[] = {
+    FLD(hbm_server, "pid", F_INT, pid),
+    FLD(hbm_server, "comm", F_STRZ, comm),
+    FLD(hbm_server, "url", F_STRZ, url),
+    FLD(hbm_server, "up", F_BOOL, up),
+    FLD(hbm_server, "error", F_STR, error),
+    LIST("engines", server_engines),
+    END,
+};
+
+static const list_desc obs_servers = {sizeof(hbm_server), offsetof(hbm_obs, servers),
+                                      offsetof(hbm_obs, nservers), server_fields, "servers"};
+
 static const field obs_fields[] = {
     CUSTOM("schema", put_schema, NULL), /* checked before anything else */
     FLD(hbm_obs, "backend", F_STRZ, backend),
@@ -857,6 +892,8 @@ static const field obs_fields[] = {
     CUSTOM("devices", put_devices, get_devices),
     CUSTOM("topology", put_topology, get_topology),
     CUSTOM("host", put_host, get_host),
+    FLD(hbm_obs, "servers_interval_seconds", F_REAL, servers_interval_s),
+    LIST("servers", obs_servers),
     END,
 };
 

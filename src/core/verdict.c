@@ -82,35 +82,39 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
     if (!p->pod.name[0] && hp->pod.name[0])
         p->pod = hp->pod;
-    if (hp->state == 'Z' && hp->zombie_live_threads > 0) {
-        /* The leader exited but its threads run on (pthread_exit in main): alive. */
-        p->state = HBM_PID_LIVE;
-    } else if (hp->state == 'Z') {
-        p->state = HBM_PID_ZOMBIE;
-        snprintf(p->state_why, sizeof p->state_why,
-                 "pid %d (%s) is a zombie: it exited and its parent %d has not reaped it",
-                 hp->pid, hp->comm, hp->ppid);
-    } else if (hp->state == 'D') {
-        p->state = HBM_PID_STUCK;
-        snprintf(p->state_why, sizeof p->state_why,
-                 "pid %d (%s) is stuck in uninterruptible sleep (D)%s%s", hp->pid, hp->comm,
-                 hp->wchan[0] ? " in " : "", hp->wchan);
-    } else if (hp->cgroup_gone && hp->ppid <= 1) {
-        p->state = HBM_PID_ABANDONED;
-        snprintf(p->state_why, sizeof p->state_why,
-                 "pid %d (%s) outlived its container %.12s: the container's cgroup is gone "
-                 "and its parent is init", hp->pid, hp->comm,
-                 hp->container_id[0] ? hp->container_id : "(unknown)");
-    } else if (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp)) {
-        /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1
-         * may be the server itself. */
-        p->state = HBM_PID_ABANDONED;
-        snprintf(p->state_why, sizeof p->state_why,
-                 "pid %d (%s) is a server's worker whose server has exited: it now belongs "
-                 "to init (ppid 1)", hp->pid, hp->comm);
-    } else {
-        p->state = HBM_PID_LIVE;
+    p->state = hbm_verdict_process_state(h, hp, p->state_why, sizeof p->state_why);
+}
+
+hbm_pid_state hbm_verdict_process_state(const hbm_host *h, const hbm_hproc *hp, char *why,
+                                        size_t n)
+{
+    why[0] = 0;
+    if (hp->state == 'Z' && hp->zombie_live_threads > 0)
+        return HBM_PID_LIVE; /* the leader exited, its threads run on (pthread_exit in main) */
+    if (hp->state == 'Z') {
+        snprintf(why, n, "pid %d (%s) is a zombie: it exited and its parent %d has not reaped "
+                 "it", hp->pid, hp->comm, hp->ppid);
+        return HBM_PID_ZOMBIE;
     }
+    if (hp->state == 'D') {
+        snprintf(why, n, "pid %d (%s) is stuck in uninterruptible sleep (D)%s%s", hp->pid,
+                 hp->comm, hp->wchan[0] ? " in " : "", hp->wchan);
+        return HBM_PID_STUCK;
+    }
+    if (hp->cgroup_gone && hp->ppid <= 1) {
+        snprintf(why, n, "pid %d (%s) outlived its container %.12s: the container's cgroup is "
+                 "gone and its parent is init", hp->pid, hp->comm,
+                 hp->container_id[0] ? hp->container_id : "(unknown)");
+        return HBM_PID_ABANDONED;
+    }
+    /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1 may
+     * be the server itself. */
+    if (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp)) {
+        snprintf(why, n, "pid %d (%s) is a server's worker whose server has exited: it now "
+                 "belongs to init (ppid 1)", hp->pid, hp->comm);
+        return HBM_PID_ABANDONED;
+    }
+    return HBM_PID_LIVE;
 }
 
 static bool is_orphan_state(hbm_pid_state s)
@@ -269,9 +273,23 @@ static void judge_over_baseline(const hbm_obs *obs, hbm_device *d, const hbm_dpr
                    "doctor)", used, extra, base_s);
 }
 
+/* Memory no listed process accounts for: used - the sum of the listed processes' memory. */
+static int64_t unaccounted_of(const hbm_device *d)
+{
+    if (d->memory_used_bytes < 0)
+        return HBM_UNKNOWN;
+    int64_t held = 0;
+    for (size_t i = 0; i < d->nprocs; i++)
+        if (d->procs[i].memory_bytes > 0)
+            held += d->procs[i].memory_bytes;
+    return d->memory_used_bytes > held ? d->memory_used_bytes - held : 0;
+}
+
 static void judge(const hbm_obs *obs, hbm_device *d)
 {
     char used[32], base_s[32], extra[32];
+    d->baseline_bytes = d->memory_total_bytes > 0 ? refined_baseline(obs, d) : HBM_UNKNOWN;
+    d->unaccounted_bytes = unaccounted_of(d);
     if (!d->healthy) {
         set_reason(d, HBM_VERDICT_UNHEALTHY, "health is %s: do not schedule work here",
                    d->health[0] ? d->health : "not OK");
@@ -288,7 +306,7 @@ static void judge(const hbm_obs *obs, hbm_device *d)
                                   : "neither processes nor memory are known for this chip");
         return;
     }
-    int64_t base = refined_baseline(obs, d);
+    int64_t base = d->baseline_bytes;
     int64_t margin = margin_of(d->memory_total_bytes);
     int64_t over = base >= 0 ? d->memory_used_bytes - base : 0;
     hbm_fmt_size(used, sizeof used, d->memory_used_bytes);

@@ -12,13 +12,13 @@ json_t *doc_jint(int64_t v)
     return v < 0 ? json_null() : json_integer((json_int_t)v);
 }
 
-hbm_finding *doc_add(hbm_findings *f, const char *id, hbm_severity sev, int64_t device,
+hbm_finding *doc_add(hbm_findings *f, enum doc_rule r, hbm_severity sev, int64_t device,
                      const char *fmt, ...)
 {
     hbm_grow((void **)&f->items, &f->cap, f->n, sizeof *f->items);
     hbm_finding *x = &f->items[f->n++];
     memset(x, 0, sizeof *x);
-    snprintf(x->id, sizeof x->id, "%s", id);
+    x->rule = (int)r;
     x->severity = sev;
     x->device = device;
     x->evidence = json_object();
@@ -27,6 +27,15 @@ hbm_finding *doc_add(hbm_findings *f, const char *id, hbm_severity sev, int64_t 
     vsnprintf(x->summary, sizeof x->summary, fmt, ap);
     va_end(ap);
     return x;
+}
+
+void doc_kill_action(hbm_finding *x, const hbm_hproc *hp)
+{
+    x->action.kind = HBM_ACT_KILL;
+    x->action.pid = hp->pid;
+    x->action.starttime = hp->starttime;
+    snprintf(x->action.text, sizeof x->action.text,
+             "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid, hp->comm);
 }
 
 void doc_remedy(hbm_finding *x, const char *fmt, ...)

@@ -156,28 +156,22 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
         hbm_fmt_size(sz, sizeof sz, p->memory_bytes);
         hbm_finding *x = NULL;
         if (p->state == HBM_PID_ABANDONED) {
-            x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, uid,
+            x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s)%s holds %s on %s and the process that started it is "
                         "gone", (long long)p->pid, name, pod_of(&p->pod, pod, sizeof pod), sz,
                         label);
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns the memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");
-            if (hp) {
-                x->action.kind = HBM_ACT_KILL;
-                x->action.pid = hp->pid;
-                x->action.starttime = hp->starttime;
-                snprintf(x->action.text, sizeof x->action.text,
-                         "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid,
-                         hp->comm);
-            }
+            if (hp)
+                doc_kill_action(x, hp);
         } else if (p->state == HBM_PID_ZOMBIE) {
-            x = doc_add(out, "zombie-holder", HBM_SEV_CRITICAL, uid,
+            x = doc_add(out, DOC_ZOMBIE_HOLDER, HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is a zombie; the driver still counts %s for it",
                         (long long)p->pid, name, label, sz);
             zombie_remedy(x, obs, p, hp, reset);
         } else if (p->state == HBM_PID_STUCK) {
-            x = doc_add(out, "stuck-holder", HBM_SEV_CRITICAL, uid,
+            x = doc_add(out, DOC_STUCK_HOLDER, HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is stuck in the kernel (D state%s%s) holding %s",
                         (long long)p->pid, name, label, hp && hp->wchan[0] ? " at " : "",
                         hp ? hp->wchan : "", sz);
@@ -186,7 +180,7 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
                           "returns, reset the device (%s, never run by hbmctl) or reboot.",
                        reset);
         } else if (p->state == HBM_PID_GONE) {
-            x = doc_add(out, "gone-holder", HBM_SEV_CRITICAL, uid,
+            x = doc_add(out, DOC_GONE_HOLDER, HBM_SEV_CRITICAL, uid,
                         "the driver lists pid %lld with %s on %s but no such process exists",
                         (long long)p->pid, sz, label);
             doc_remedy(x, "The driver frees memory asynchronously after a process exits: "
@@ -218,32 +212,23 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
             pos += (size_t)snprintf(files + pos, sizeof files - pos, "%s%s", k ? ", " : "",
                                     hp->dev_paths[k]);
         hbm_finding *x = NULL;
-        if (hp->state == 'D') {
-            p.state = HBM_PID_STUCK;
-            x = doc_add(out, "stuck-holder", HBM_SEV_CRITICAL, HBM_UNKNOWN,
+        p.state = hbm_verdict_process_state(h, hp, p.state_why, sizeof p.state_why);
+        if (p.state == HBM_PID_STUCK) {
+            x = doc_add(out, DOC_STUCK_HOLDER, HBM_SEV_CRITICAL, HBM_UNKNOWN,
                         "pid %d (%s) holds %s and is stuck in the kernel (D state%s%s)",
                         hp->pid, hp->comm, files, hp->wchan[0] ? " at " : "", hp->wchan);
             doc_remedy(x, "No signal ends a process in uninterruptible sleep until its kernel "
                           "call returns. Wait, check dmesg for driver errors; if it never "
                           "returns, reset the device with the vendor tool or reboot.");
-        } else if ((hp->cgroup_gone && hp->ppid <= 1) ||
-                   (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp))) {
-            p.state = HBM_PID_ABANDONED;
-            snprintf(p.state_why, sizeof p.state_why, "%s",
-                     hp->cgroup_gone ? "its container's cgroup is gone and its parent is init"
-                                     : "a server's worker whose server has exited (ppid 1)");
-            x = doc_add(out, "orphan-holder", HBM_SEV_CRITICAL, HBM_UNKNOWN,
+        } else if (p.state == HBM_PID_ABANDONED) {
+            x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, HBM_UNKNOWN,
                         "pid %d (%s)%s holds %s and the process that started it is gone "
                         "(device memory unknown: no device source)", hp->pid, hp->comm,
                         pod_of(&hp->pod, pod, sizeof pod), files);
             doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
                           "period; the driver returns its memory once it has exited. Start "
                           "servers under `hbmctl run` so this cannot happen again.");
-            x->action.kind = HBM_ACT_KILL;
-            x->action.pid = hp->pid;
-            x->action.starttime = hp->starttime;
-            snprintf(x->action.text, sizeof x->action.text,
-                     "SIGTERM pid %d (%s), SIGKILL after the grace period", hp->pid, hp->comm);
+            doc_kill_action(x, hp);
         }
         if (!x)
             continue;
@@ -272,7 +257,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
     int64_t uid = hbm_device_user_id(d);
 
     if (!d->healthy) {
-        hbm_finding *x = doc_add(out, "device-needs-reset", HBM_SEV_CRITICAL, uid,
+        hbm_finding *x = doc_add(out, DOC_DEVICE_NEEDS_RESET, HBM_SEV_CRITICAL, uid,
                                  "%s reports health %s", label,
                                  d->health[0] ? d->health : "not OK");
         json_object_set_new(x->evidence, "health", json_string(d->health));
@@ -283,10 +268,10 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
     }
 
     if (d->verdict == HBM_VERDICT_UNACCOUNTED) {
-        int64_t base = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
-        int64_t unacc = hbm_device_unaccounted_bytes(d);
+        int64_t base = d->baseline_bytes;
+        int64_t unacc = d->unaccounted_bytes;
         bool sees = obs->has_host && obs->host.sees_host_pids;
-        hbm_finding *x = doc_add(out, "unaccounted-memory", HBM_SEV_WARNING, uid,
+        hbm_finding *x = doc_add(out, DOC_UNACCOUNTED_MEMORY, HBM_SEV_WARNING, uid,
                                  "%s: %s used, %s not accounted for by any live process",
                                  label, hbm_fmt_size(a, sizeof a, d->memory_used_bytes),
                                  hbm_fmt_size(b, sizeof b, unacc));
@@ -314,7 +299,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
                        holders ? " and the processes that hold device files are stopped" : "",
                        reset);
             if (!holders) {
-                hbm_finding *r = doc_add(out, "device-needs-reset", HBM_SEV_CRITICAL, uid,
+                hbm_finding *r = doc_add(out, DOC_DEVICE_NEEDS_RESET, HBM_SEV_CRITICAL, uid,
                                          "%s holds %s that no process on this host can "
                                          "release", label, b);
                 json_t *c = json_array();
@@ -345,7 +330,7 @@ static void device_findings(const hbm_obs *obs, const hbm_device *d, hbm_finding
                                                      "memory_bytes", doc_jint(p->memory_bytes),
                                                      "state", hbm_pid_state_name(p->state)));
         }
-        hbm_finding *x = doc_add(out, "device-hugepages-full", bad ? HBM_SEV_WARNING : HBM_SEV_INFO,
+        hbm_finding *x = doc_add(out, DOC_DEVICE_HUGEPAGES_FULL, bad ? HBM_SEV_WARNING : HBM_SEV_INFO,
                                  uid,
                                  "%s: npu-smi Hugepages-Usage %lld/%lld pages (100%%) is the "
                                  "card's own memory held by its processes, not host hugepages",
@@ -376,7 +361,7 @@ static void sysv_findings(const hbm_obs *obs, hbm_findings *out)
         if (s->nattch != 0 || !creator_dead || !last_dead)
             continue;
         char sz[32];
-        hbm_finding *x = doc_add(out, "stale-sysv-shm", HBM_SEV_WARNING, HBM_UNKNOWN,
+        hbm_finding *x = doc_add(out, DOC_STALE_SYSV_SHM, HBM_SEV_WARNING, HBM_UNKNOWN,
                                  "SysV segment key 0x%08llx id %d (%s): nobody attaches it "
                                  "and its creator pid %d is gone",
                                  (unsigned long long)(s->key & 0xffffffffLL), s->shmid,
@@ -415,7 +400,7 @@ static void posix_findings(const hbm_obs *obs, hbm_findings *out)
         if (s->nholders > 0 || !s->path)
             continue;
         char sz[32];
-        hbm_finding *x = doc_add(out, "stale-posix-shm", HBM_SEV_WARNING, HBM_UNKNOWN,
+        hbm_finding *x = doc_add(out, DOC_STALE_POSIX_SHM, HBM_SEV_WARNING, HBM_UNKNOWN,
                                  "%s (%s): no process maps it or holds it open", s->path,
                                  hbm_fmt_size(sz, sizeof sz, (int64_t)s->size));
         json_object_set_new(x->evidence, "path", json_string(s->path));
@@ -446,7 +431,7 @@ static void memory_findings(const hbm_obs *obs, const hbm_doctor_opts *o, hbm_fi
             snprintf(where, sizeof where, "system pool");
         else
             snprintf(where, sizeof where, "NUMA node %d", g->node);
-        hbm_finding *x = doc_add(out, "hugepages-exhausted", HBM_SEV_WARNING, HBM_UNKNOWN,
+        hbm_finding *x = doc_add(out, DOC_HUGEPAGES_EXHAUSTED, HBM_SEV_WARNING, HBM_UNKNOWN,
                                  "host hugepages exhausted (%s, %s pages): %lld of %lld free, "
                                  "%lld reserved", where,
                                  hbm_fmt_size(psz, sizeof psz, (int64_t)g->page_size_bytes),
@@ -464,7 +449,7 @@ static void memory_findings(const hbm_obs *obs, const hbm_doctor_opts *o, hbm_fi
                       "This is host memory: npu-smi's Hugepages-Usage column is unrelated.");
     }
     if (strcmp(h->thp, "always") == 0) {
-        hbm_finding *x = doc_add(out, "thp-always", HBM_SEV_INFO, HBM_UNKNOWN,
+        hbm_finding *x = doc_add(out, DOC_THP_ALWAYS, HBM_SEV_INFO, HBM_UNKNOWN,
                                  "transparent hugepages are 'always': every large anonymous or "
                                  "shared mapping is backed by 2 MiB pages");
         json_object_set_new(x->evidence, "enabled", json_string(h->thp));
@@ -479,7 +464,7 @@ static void memory_findings(const hbm_obs *obs, const hbm_doctor_opts *o, hbm_fi
         double r = (double)h->devshm_used_bytes / (double)h->devshm_total_bytes;
         if (r >= limit) {
             char a[32], b[32];
-            hbm_finding *x = doc_add(out, "devshm-nearly-full",
+            hbm_finding *x = doc_add(out, DOC_DEVSHM_NEARLY_FULL,
                                      r >= 0.98 ? HBM_SEV_CRITICAL : HBM_SEV_WARNING, HBM_UNKNOWN,
                                      "/dev/shm is %.0f%% full (%s of %s)", r * 100,
                                      hbm_fmt_size(a, sizeof a, h->devshm_used_bytes),
@@ -494,41 +479,36 @@ static void memory_findings(const hbm_obs *obs, const hbm_doctor_opts *o, hbm_fi
     }
 }
 
-static int cmp_finding(const void *a, const void *b)
+void doc_check_holders(const doc_ctx *c, hbm_findings *out)
 {
-    const hbm_finding *x = a, *y = b;
-    if (x->severity != y->severity)
-        return x->severity > y->severity ? -1 : 1;
-    int c = strcmp(x->id, y->id);
-    if (c)
-        return c;
-    if (x->device != y->device)
-        return x->device < y->device ? -1 : 1;
-    return strcmp(x->summary, y->summary);
+    for (size_t i = 0; i < c->obs->ndevs; i++)
+        holder_findings(c->obs, &c->obs->devs[i], c->now, out);
+    if (c->obs->has_host && strcmp(c->obs->backend, "none") == 0)
+        file_holder_findings(c->obs, c->now, out);
 }
 
-void hbm_doctor_findings(const hbm_obs *obs, const hbm_doctor_opts *opts, hbm_findings *out)
+void doc_check_devices(const doc_ctx *c, hbm_findings *out)
 {
-    memset(out, 0, sizeof *out);
-    hbm_doctor_opts def = {0};
-    const hbm_doctor_opts *o = opts ? opts : &def;
-    double now = o->now > 0 ? o->now : obs->captured_at;
-    for (size_t i = 0; i < obs->ndevs; i++) {
-        holder_findings(obs, &obs->devs[i], now, out);
-        device_findings(obs, &obs->devs[i], out);
-    }
-    if (obs->has_host) {
-        if (strcmp(obs->backend, "none") == 0)
-            file_holder_findings(obs, now, out);
-        sysv_findings(obs, out);
-        posix_findings(obs, out);
-        memory_findings(obs, o, out);
-        doc_server_findings(obs, out);
-        if (o->progress_interval_s > 0)
-            doc_progress_findings(obs, o->progress_interval_s, out);
-    }
-    if (out->n > 1)
-        qsort(out->items, out->n, sizeof *out->items, cmp_finding);
+    for (size_t i = 0; i < c->obs->ndevs; i++)
+        device_findings(c->obs, &c->obs->devs[i], out);
+}
+
+void doc_check_sysv(const doc_ctx *c, hbm_findings *out)
+{
+    if (c->obs->has_host)
+        sysv_findings(c->obs, out);
+}
+
+void doc_check_posix(const doc_ctx *c, hbm_findings *out)
+{
+    if (c->obs->has_host)
+        posix_findings(c->obs, out);
+}
+
+void doc_check_host_memory(const doc_ctx *c, hbm_findings *out)
+{
+    if (c->obs->has_host)
+        memory_findings(c->obs, c->opts, out);
 }
 
 void hbm_findings_free(hbm_findings *f)

@@ -8,74 +8,8 @@
 
 #include "doctor/doctor_int.h"
 #include "hbm/util.h"
+#include "hbm/inference.h"
 #include "hbm/verdict.h"
-
-bool doc_is_server(const hbm_hproc *p)
-{
-    const char *c = p->cmdline ? p->cmdline : "";
-    if (!*c || p->state == 'Z')
-        return false;
-    static const char *const marks[] = {"vllm", "sglang", "mindie", "lmdeploy",
-                                        "text-generation-launcher", "VLLM::", NULL};
-    for (size_t i = 0; marks[i]; i++)
-        if (strstr(c, marks[i]))
-            return true;
-    return false;
-}
-
-/* Value of "--name V" or "--name=V" in a space-joined command line; NULL when absent. */
-static bool arg_value(const char *cmd, const char *name, char *out, size_t n)
-{
-    size_t len = strlen(name);
-    for (const char *p = cmd; (p = strstr(p, name)); p += len) {
-        if (p != cmd && p[-1] != ' ')
-            continue;
-        const char *v = p + len;
-        if (*v == '=' || *v == ' ')
-            v++;
-        else
-            continue;
-        size_t k = 0;
-        while (v[k] && v[k] != ' ' && k + 1 < n) {
-            out[k] = v[k];
-            k++;
-        }
-        out[k] = '\0';
-        return k > 0;
-    }
-    return false;
-}
-
-long doc_arg_long(const char *cmd, const char *a, const char *b, long dflt)
-{
-    char v[32];
-    if (!arg_value(cmd, a, v, sizeof v) && !(b && arg_value(cmd, b, v, sizeof v)))
-        return dflt;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return *end == '\0' && x > 0 ? x : dflt;
-}
-
-bool doc_in_tree(const hbm_obs *obs, int root, int pid)
-{
-    for (int depth = 0; depth < 64 && pid > 1; depth++) {
-        if (pid == root)
-            return true;
-        const hbm_hproc *p = doc_find_proc(obs, pid);
-        if (!p)
-            return false;
-        pid = p->ppid;
-    }
-    return false;
-}
-
-/* The outermost server of a tree carries the findings once (its children inherit the
- * same variables and arguments). */
-bool doc_parent_is_server(const hbm_obs *obs, const hbm_hproc *p)
-{
-    const hbm_hproc *pp = doc_find_proc(obs, p->ppid);
-    return pp && doc_is_server(pp);
-}
 
 static const hbm_device *find_dev(const hbm_obs *obs, int64_t uid)
 {
@@ -110,7 +44,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
     for (size_t i = 0; i < n && devices_known; i++) {
         const hbm_device *d = find_dev(obs, ids[i]);
         if (!d) {
-            hbm_finding *x = doc_add(out, "visible-device-missing", HBM_SEV_WARNING, ids[i],
+            hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICE_MISSING, HBM_SEV_WARNING, ids[i],
                                      "pid %d (%s) was started with visible devices '%s', but "
                                      "device %ld does not exist here",
                                      s->pid, s->comm, v, ids[i]);
@@ -123,12 +57,12 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
         }
         for (size_t j = 0; j < d->nprocs; j++) {
             const hbm_dproc *p = &d->procs[j];
-            if (doc_in_tree(obs, s->pid, (int)p->pid) ||
+            if (hbm_obs_in_tree(obs, s->pid, (int)p->pid) ||
                 (p->state != HBM_PID_LIVE && p->state != HBM_PID_ABANDONED &&
                  p->state != HBM_PID_STUCK && p->state != HBM_PID_ZOMBIE))
                 continue;
             char sz[32];
-            hbm_finding *x = doc_add(out, "visible-device-busy", HBM_SEV_WARNING, ids[i],
+            hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICE_BUSY, HBM_SEV_WARNING, ids[i],
                                      "pid %d (%s) was given device %ld, which pid %lld (%s) "
                                      "outside its process tree also uses (%s)", s->pid,
                                      s->comm, ids[i], (long long)p->pid, p->name,
@@ -145,11 +79,11 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
         }
     }
     const char *cmd = s->cmdline ? s->cmdline : "";
-    long tp = doc_arg_long(cmd, "--tensor-parallel-size", "-tp", 1);
-    long pp = doc_arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
+    long tp = hbm_cmdline_arg_long(cmd, "--tensor-parallel-size", "-tp", 1);
+    long pp = hbm_cmdline_arg_long(cmd, "--pipeline-parallel-size", "-pp", 1);
     if (n > 0 && (long)n != tp * pp) {
         bool too_few = (long)n < tp * pp;
-        hbm_finding *x = doc_add(out, "visible-devices-tp-mismatch",
+        hbm_finding *x = doc_add(out, DOC_VISIBLE_DEVICES_TP_MISMATCH,
                                  too_few ? HBM_SEV_WARNING : HBM_SEV_INFO, HBM_UNKNOWN,
                                  "pid %d (%s): %zu visible device%s '%s' for tensor parallel "
                                  "%ld x pipeline parallel %ld", s->pid, s->comm, n,
@@ -170,7 +104,7 @@ static void visible_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_finding
 
 static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *out)
 {
-    long port = doc_arg_long(s->cmdline ? s->cmdline : "", "--port", NULL, -1);
+    long port = hbm_cmdline_arg_long(s->cmdline ? s->cmdline : "", "--port", NULL, -1);
     if (port <= 0 || port > 65535)
         return;
     const hbm_listener *mine = NULL, *other = NULL;
@@ -178,7 +112,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
         const hbm_listener *l = &obs->host.listeners[i];
         if (l->port != port)
             continue;
-        if (l->pid > 0 && doc_in_tree(obs, s->pid, l->pid))
+        if (l->pid > 0 && hbm_obs_in_tree(obs, s->pid, l->pid))
             mine = l;
         else
             other = l;
@@ -188,7 +122,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
     double age = doc_age(obs, s, obs->captured_at);
     hbm_finding *x;
     if (other && other->pid > 0) {
-        x = doc_add(out, "port-held-by-other", HBM_SEV_WARNING, HBM_UNKNOWN,
+        x = doc_add(out, DOC_PORT_HELD_BY_OTHER, HBM_SEV_WARNING, HBM_UNKNOWN,
                     "pid %d (%s) was told --port %ld, but pid %d listens there", s->pid,
                     s->comm, port, other->pid);
         json_object_set_new(x->evidence, "listener_pid", json_integer(other->pid));
@@ -198,7 +132,7 @@ static void port_findings(const hbm_obs *obs, const hbm_hproc *s, hbm_findings *
         /* Listening, owner not visible (another namespace or no permission). */
         return;
     } else {
-        x = doc_add(out, "port-not-listening", HBM_SEV_WARNING, HBM_UNKNOWN,
+        x = doc_add(out, DOC_PORT_NOT_LISTENING, HBM_SEV_WARNING, HBM_UNKNOWN,
                     "pid %d (%s) was told --port %ld, and nothing listens on it", s->pid,
                     s->comm, port);
         doc_remedy(x, "A server still loading weights listens only when ready (age below). "
@@ -227,11 +161,14 @@ static bool orphaned_worker(const hbm_obs *obs, const hbm_hproc *s)
     return false;
 }
 
-void doc_server_findings(const hbm_obs *obs, hbm_findings *out)
+void doc_check_servers(const doc_ctx *c, hbm_findings *out)
 {
+    const hbm_obs *obs = c->obs;
+    if (!obs->has_host)
+        return;
     for (size_t i = 0; i < obs->host.nprocs; i++) {
         const hbm_hproc *s = &obs->host.procs[i];
-        if (!doc_is_server(s) || doc_parent_is_server(obs, s))
+        if (!hbm_inference_server(s) || hbm_inference_parent_is_server(obs, s))
             continue;
         if (s->visible_devices && *s->visible_devices)
             visible_findings(obs, s, out);

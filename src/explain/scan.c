@@ -520,9 +520,10 @@ int hbm_explain_scan_path(const hbm_catalog *cat, const char *path, hbm_explain_
                           hbm_err *err)
 {
     bool is_stdin = strcmp(path, "-") == 0;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    /* A log is streamed in chunks, so no size bound; but never a FIFO or a device. */
+    int fd = is_stdin ? STDIN_FILENO : hbm_open_regular(AT_FDCWD, path, 0, 0, err);
     if (fd < 0)
-        return hbm_err_set(err, "%s: %s", path, strerror(errno));
+        return -1;
     hbm_explain_scanner *s = hbm_explain_scanner_new(cat);
     char *buf = hbm_xmalloc(1 << 16);
     int rc = 0;

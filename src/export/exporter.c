@@ -16,10 +16,13 @@ struct hbm_exporter {
     pthread_mutex_t lock;  /* guards everything below but watch */
     hbm_watch watch;       /* touched only by the one scrape that observes */
     bool refreshing;       /* a scrape is observing now */
+    double refresh_started; /* monotonic time it began */
     hbm_export_buf body;   /* exposition of the last observation */
     double observed_at;    /* monotonic time of the last observation; 0 = none */
     double observe_s;      /* how long it took */
     bool ok;               /* it succeeded */
+    bool hung;             /* it failed because a driver call did not return in time */
+    double ok_at;          /* monotonic time of the last one that succeeded; 0 = none */
     char error[1024];      /* why it did not */
     uint64_t scrapes, observations, errors;
 };
@@ -46,8 +49,9 @@ void hbm_exporter_free(hbm_exporter *ex)
     free(ex);
 }
 
-/* Observes and renders into body; called without the lock (only one caller at a time). */
-static bool observe(hbm_exporter *ex, hbm_export_buf *body, char *error, size_t errlen)
+/* Observes and renders into body; called without the lock (only one caller at a time).
+ * Returns 0, -1 or HBM_ERR_HUNG as hbm_observe did. */
+static int observe(hbm_exporter *ex, hbm_export_buf *body, char *error, size_t errlen)
 {
     hbm_obs obs;
     hbm_obs_init(&obs);
@@ -56,7 +60,8 @@ static bool observe(hbm_exporter *ex, hbm_export_buf *body, char *error, size_t 
     hbm_findings findings = {0};
     hbm_lease_info *leases = NULL;
     size_t nleases = 0;
-    bool ok = hbm_observe(&obs, &ex->opts.src, &err) == 0;
+    int rc = hbm_observe(&obs, &ex->opts.src, &err);
+    bool ok = rc == 0;
     if (!ok) {
         snprintf(error, errlen, "%s", err.msg);
         in.obs_error = error;
@@ -83,7 +88,7 @@ static bool observe(hbm_exporter *ex, hbm_export_buf *body, char *error, size_t 
     free(leases);
     hbm_findings_free(&findings);
     hbm_obs_free(&obs);
-    return ok;
+    return rc;
 }
 
 /* Observes again when the exposition is older than min_interval and nobody else is. */
@@ -92,22 +97,57 @@ static void refresh_if_stale(hbm_exporter *ex, double now)
     if (ex->refreshing || (ex->observed_at != 0 && now - ex->observed_at < ex->opts.min_interval))
         return;
     ex->refreshing = true;
+    ex->refresh_started = now;
     pthread_mutex_unlock(&ex->lock);
     hbm_export_buf body = {0};
     char error[sizeof ex->error];
     double t0 = hbm_now_mono();
-    bool ok = observe(ex, &body, error, sizeof error);
+    int rc = observe(ex, &body, error, sizeof error);
+    bool ok = rc == 0;
     double t1 = hbm_now_mono();
     pthread_mutex_lock(&ex->lock);
     hbm_export_buf_free(&ex->body);
     ex->body = body;
     ex->ok = ok;
+    ex->hung = rc == HBM_ERR_HUNG;
+    if (ok)
+        ex->ok_at = t1;
     snprintf(ex->error, sizeof ex->error, "%s", ok ? "" : error);
     ex->observations++;
     ex->errors += !ok;
     ex->observed_at = t1;
     ex->observe_s = t1 - t0;
     ex->refreshing = false;
+}
+
+/* The driver is not answering: the last observation failed because a call did not return
+ * within --vendor-timeout, or the one under way has run longer than that (the previous
+ * values are not served then). Lock held; why is set only for the second case. */
+static bool stale(const hbm_exporter *ex, double now, char *why, size_t n)
+{
+    double limit = ex->opts.src.vendor_timeout > 0 ? ex->opts.src.vendor_timeout
+                                                   : HBM_VENDOR_TIMEOUT_DEFAULT;
+    why[0] = '\0';
+    if (!ex->refreshing || now - ex->refresh_started <= limit)
+        return ex->hung;
+    snprintf(why, n, "the observation running for %.1fs has not finished (driver not answering); "
+             "the last one is %.1fs old and not served",
+             now - ex->refresh_started, now - ex->observed_at);
+    return true;
+}
+
+/* What a scrape serves of the observation: the cached exposition, or when stale, the
+ * failure's (hbmctl_up 0, no device values). Lock held. */
+static void body_out(const hbm_exporter *ex, double now, hbm_export_buf *out, bool *is_stale)
+{
+    char why[300];
+    *is_stale = stale(ex, now, why, sizeof why);
+    if (!why[0]) {
+        hbm_export_buf_append(out, ex->body.data, ex->body.len);
+        return;
+    }
+    hbm_export_input in = {.obs_error = why};
+    hbm_export_render(&in, out);
 }
 
 char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
@@ -125,7 +165,9 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
         refresh_if_stale(ex, hbm_now_mono());
     }
     hbm_export_buf out = {0};
-    hbm_export_buf_append(&out, ex->body.data, ex->body.len);
+    bool is_stale;
+    double now = hbm_now_mono();
+    body_out(ex, now, &out, &is_stale);
     hbm_export_family(&out, "hbmctl_exporter_info", "gauge",
                       "The exporter: version and backend asked for; value 1.");
     hbm_export_label info[2] = {{"version", HBM_VERSION},
@@ -146,11 +188,20 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
     hbm_export_family(&out, "hbmctl_exporter_observe_duration_seconds", "gauge",
                       "How long the observation served by this scrape took.");
     hbm_export_sample(&out, "hbmctl_exporter_observe_duration_seconds", NULL, 0, ex->observe_s);
-    double now = hbm_now_mono();
     hbm_export_family(&out, "hbmctl_exporter_observation_age_seconds", "gauge",
-                      "Age of the observation served by this scrape.");
+                      "Age of the last finished observation at this scrape.");
     hbm_export_sample(&out, "hbmctl_exporter_observation_age_seconds", NULL, 0,
                       now - ex->observed_at);
+    hbm_export_family(&out, "hbmctl_exporter_last_success_age_seconds", "gauge",
+                      "Seconds since the last observation that succeeded (absent before one "
+                      "did): how old the newest device values are.");
+    hbm_export_sample(&out, "hbmctl_exporter_last_success_age_seconds", NULL, 0,
+                      ex->ok_at > 0 ? now - ex->ok_at : NAN);
+    hbm_export_family(&out, "hbmctl_exporter_observation_stale", "gauge",
+                      "1 when the driver is not answering: a call did not return within "
+                      "--vendor-timeout (or the observation under way has run past it); no "
+                      "device value is served then.");
+    hbm_export_sample(&out, "hbmctl_exporter_observation_stale", NULL, 0, is_stale);
     pthread_mutex_unlock(&ex->lock);
     hbm_export_family(&out, "hbmctl_exporter_scrape_duration_seconds", "gauge",
                       "Time this scrape took to build its answer.");
@@ -163,11 +214,16 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
 bool hbm_exporter_healthy(hbm_exporter *ex, char *why, size_t n)
 {
     pthread_mutex_lock(&ex->lock);
-    bool ok = ex->ok;
+    char s[300];
+    bool ok = false;
+    if (stale(ex, hbm_now_mono(), s, sizeof s) && s[0])
+        snprintf(why, n, "stale: %s", s);
+    else if (!ex->ok)
+        snprintf(why, n, "last observation failed: %s", ex->error);
+    else
+        ok = true;
     if (ok)
         snprintf(why, n, "ok");
-    else
-        snprintf(why, n, "last observation failed: %s", ex->error);
     pthread_mutex_unlock(&ex->lock);
     return ok;
 }

@@ -96,14 +96,11 @@ static double dev_value(const hbm_device *d, dev_fact f)
             return NAN;
         return (double)(d->memory_total_bytes - d->memory_used_bytes);
     case F_UNACCOUNTED: {
-        int64_t u = d->procs_known ? hbm_device_unaccounted_bytes(d) : HBM_UNKNOWN;
+        int64_t u = d->procs_known ? d->unaccounted_bytes : HBM_UNKNOWN;
         return u < 0 ? NAN : (double)u;
     }
     case F_BASELINE: {
-        if (d->memory_total_bytes < 0)
-            return NAN;
-        int64_t b = hbm_verdict_baseline(d->name, d->vendor, d->memory_total_bytes);
-        return b < 0 ? NAN : (double)b;
+        return d->baseline_bytes < 0 ? NAN : (double)d->baseline_bytes;
     }
     case F_HP_USED: return d->hugepages_used < 0 ? NAN : (double)d->hugepages_used;
     case F_HP_TOTAL: return d->hugepages_total < 0 ? NAN : (double)d->hugepages_total;

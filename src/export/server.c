@@ -1,6 +1,8 @@
 /* The HTTP side of the exporter: libmicrohttpd with its own epoll thread (so the number of
- * connections is not capped by select's FD_SETSIZE), a connection limit, an idle timeout
- * and a small per-connection memory pool. Only GET and HEAD of /metrics and /healthz. */
+ * connections is not capped by select's FD_SETSIZE), a connection limit overall and per
+ * client address, an idle timeout and a small per-connection memory pool. Only GET and
+ * HEAD of /metrics and /healthz. Basic auth never runs bcrypt on these threads: a request
+ * whose credentials are not cached is suspended while auth.c's worker checks them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -10,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "export/export_int.h"
 #include "hbm/export.h"
 
 int hbm_export_parse_listen(const char *listen, void *ss_out, unsigned *len, bool *ipv6,
@@ -66,30 +69,102 @@ int hbm_export_parse_listen(const char *listen, void *ss_out, unsigned *len, boo
 
 #define DEFAULT_MAX_CONNECTIONS 2048
 #define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_PER_CLIENT 64
 #define CONNECTION_MEMORY 16384 /* request headers of a scrape fit many times over */
 
 struct hbm_export_server {
     struct MHD_Daemon *daemon;
     hbm_exporter *ex;         /* borrowed */
     const hbm_webconfig *web; /* borrowed; NULL = no TLS, no auth */
+    hbm_auth *auth;           /* NULL when no user is configured */
     int port;
 };
 
-/* Basic auth against the web config's users; true when none are configured. */
-static bool authorized(const hbm_export_server *s, struct MHD_Connection *c)
+/* A request's state: headers_seen before any check; a request_auth once its credentials
+ * went to the worker (freed when the request completes). */
+static int headers_seen;
+
+typedef enum verdict { AUTH_PASS, AUTH_FAIL, AUTH_STOPPING, AUTH_WAIT } verdict;
+
+typedef struct request_auth {
+    struct MHD_Connection *c;
+    _Atomic int verdict;
+} request_auth;
+
+/* The worker's answer: the request goes on where it was suspended. */
+static void auth_done(void *ctx, hbm_auth_verdict v)
 {
-    if (!s->web || s->web->nusers == 0)
-        return true;
-    char *pass = NULL;
-    char *user = MHD_basic_auth_get_username_password(c, &pass);
-    bool ok = user && pass && hbm_webconfig_check(s->web, user, pass);
-    if (pass) {
-        explicit_bzero(pass, strlen(pass));
-        MHD_free(pass);
+    request_auth *r = ctx;
+    r->verdict = v == HBM_AUTH_ACCEPTED ? AUTH_PASS : v == HBM_AUTH_REFUSED ? AUTH_FAIL
+                                                                            : AUTH_STOPPING;
+    MHD_resume_connection(r->c);
+}
+
+/* The peer's address, without its port: the unit whose password checks take turns. */
+static size_t client_id(struct MHD_Connection *c, const void **id)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        *id = &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+        return 4;
     }
-    if (user)
-        MHD_free(user);
-    return ok;
+    if (sa && sa->sa_family == AF_INET6) {
+        *id = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        return 16;
+    }
+    *id = "";
+    return 0;
+}
+
+/* Basic auth against the web config's users: PASS when none are configured or the
+ * credentials are cached; otherwise the connection is suspended for the worker (WAIT) and
+ * the next call reads its verdict. The header is taken with its length, so a NUL in it
+ * is refused, not an end. */
+static verdict authorize(hbm_export_server *s, struct MHD_Connection *c, void **state)
+{
+    if (!s->auth)
+        return AUTH_PASS;
+    if (*state != &headers_seen)
+        return ((request_auth *)*state)->verdict;
+    const char *h = NULL;
+    size_t hl = 0;
+    hbm_auth_creds cr;
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION,
+                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &h,
+                                      &hl) != MHD_YES ||
+        hbm_basic_auth_decode(h, hl, &cr) < 0)
+        return AUTH_FAIL;
+    verdict v = AUTH_PASS;
+    if (!hbm_auth_cached(s->auth, &cr)) {
+        request_auth *r = hbm_xcalloc(1, sizeof *r);
+        r->c = c;
+        r->verdict = v = AUTH_WAIT;
+        *state = r;
+        /* Suspended first: the worker may answer before submit returns. */
+        MHD_suspend_connection(c);
+        const void *id;
+        size_t idl = client_id(c, &id);
+        /* The queue holds a check per connection: only a stopped worker refuses one. */
+        if (hbm_auth_submit(s->auth, &cr, id, idl, auth_done, r) < 0) {
+            r->verdict = AUTH_STOPPING;
+            MHD_resume_connection(c);
+        }
+    }
+    explicit_bzero(&cr, sizeof cr);
+    return v;
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)c;
+    (void)why;
+    if (*state && *state != &headers_seen)
+        free(*state);
+    *state = NULL;
 }
 
 static enum MHD_Result unauthorized(struct MHD_Connection *c)
@@ -136,8 +211,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     /* First call per request: headers only. Other methods are refused before any body is
      * read; a body sent with a GET is read and dropped. */
     if (*state == NULL) {
-        static int marker;
-        *state = &marker;
+        *state = &headers_seen;
         if (!get)
             return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
         return MHD_YES;
@@ -146,8 +220,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_size = 0;
         return MHD_YES;
     }
-    if (!authorized(s, c))
+    switch (authorize(s, c, state)) {
+    case AUTH_WAIT:
+        return MHD_YES;
+    case AUTH_FAIL:
         return unauthorized(c);
+    case AUTH_STOPPING:
+        return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the exporter is stopping\n");
+    case AUTH_PASS:
+        break;
+    }
     if (strcmp(url, "/metrics") == 0) {
         size_t len;
         char *body = hbm_exporter_metrics(s->ex, &len);
@@ -194,6 +276,7 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     unsigned maxc = fit_to_rlimit(opts->max_connections ? opts->max_connections
                                                         : DEFAULT_MAX_CONNECTIONS);
     unsigned timeout = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+    unsigned per_client = opts->per_client ? opts->per_client : DEFAULT_PER_CLIENT;
     const hbm_webconfig *web = opts->web;
     bool tls = web && web->cert_pem;
     if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
@@ -201,7 +284,12 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     hbm_export_server *s = hbm_xcalloc(1, sizeof *s);
     s->ex = ex;
     s->web = web;
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0);
+    if (web && web->nusers && !(s->auth = hbm_auth_new(web, maxc))) {
+        free(s);
+        return hbm_err_set(err, "cannot start the password checks: %s", strerror(errno));
+    }
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0) |
+                     (s->auth ? MHD_ALLOW_SUSPEND_RESUME : 0);
     /* Two epoll threads: while one waits for the driver, the other serves the previous
      * exposition. */
     if (v6)
@@ -210,6 +298,8 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_CONNECTION_LIMIT, maxc, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
+        MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_THREAD_POOL_SIZE, 2U,
         MHD_OPTION_EXTERNAL_LOGGER, quiet_log, NULL,
@@ -218,6 +308,7 @@ int hbm_export_server_start(hbm_exporter *ex, const hbm_export_server_opts *opts
         MHD_OPTION_HTTPS_MEM_KEY, tls ? web->key_pem : NULL, MHD_OPTION_END);
     if (!s->daemon) {
         int e = errno;
+        hbm_auth_free(s->auth);
         free(s);
         return hbm_err_set(err, "cannot listen on %s: %s", listen,
                            e ? strerror(e) : "libmicrohttpd refused to start");
@@ -237,7 +328,11 @@ void hbm_export_server_stop(hbm_export_server *s)
 {
     if (!s)
         return;
+    /* Checks still queued are answered (their connections resumed) before the daemon
+     * goes; a request arriving meanwhile finds the worker stopped and gets 503. */
+    hbm_auth_stop(s->auth);
     MHD_stop_daemon(s->daemon);
+    hbm_auth_free(s->auth);
     free(s);
 }
 #endif

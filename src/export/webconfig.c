@@ -159,6 +159,23 @@ static int line(wparse *p, const char *s, size_t n, section *sec, hbm_webconfig 
     return entry(p, *sec, key, v, vl, w);
 }
 
+/* The setting an unknown user's password is hashed with: the costliest user's cost, so
+ * that an unknown name takes the same bcrypt work as a known one. */
+static void dummy_setting(hbm_webconfig *w)
+{
+    int cost = 0;
+    const char *prefix = "$2b";
+    for (size_t i = 0; i < w->nusers; i++) {
+        const char *h = w->users[i].hash;
+        int c = (h[4] - '0') * 10 + (h[5] - '0');
+        if (c > cost) {
+            cost = c;
+            prefix = h[2] == 'a' ? "$2a" : h[2] == 'y' ? "$2y" : "$2b";
+        }
+    }
+    snprintf(w->dummy, sizeof w->dummy, "%s$%02d$hbmctlunknownuserdummu", prefix, cost);
+}
+
 int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webconfig *w,
                         hbm_err *err)
 {
@@ -186,6 +203,12 @@ int hbm_webconfig_parse(const char *buf, size_t len, const char *name, hbm_webco
     if (!w->cert_file[0] != !w->key_file[0])
         return hbm_err_set(err, "%s: tls_server_config.%s: missing", name,
                            w->cert_file[0] ? "key_file" : "cert_file");
+    /* A file that secures nothing would start an open server that looks secured. */
+    if (!w->cert_file[0] && w->nusers == 0)
+        return hbm_err_set(err, "%s: enables neither TLS (tls_server_config) nor basic auth "
+                                "(basic_auth_users); leave --web-config out to serve plain "
+                                "HTTP without a password", name);
+    dummy_setting(w);
     return 0;
 }
 
@@ -244,22 +267,33 @@ void hbm_webconfig_free(hbm_webconfig *w)
     w->cert_pem = w->key_pem = NULL;
 }
 
-bool hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password)
+int hbm_webconfig_check(const hbm_webconfig *w, const char *user, const char *password)
 {
+    /* Every name is compared in full and the hash is chosen without an early exit: which
+     * user exists must not show in the answer's timing. */
+    char name[sizeof w->users[0].name] = {0};
+    size_t ul = strlen(user);
+    bool fits = ul < sizeof name;
+    memcpy(name, user, fits ? ul : 0);
+    const char *hash = w->dummy;
+    int who = -1;
     for (size_t i = 0; i < w->nusers; i++) {
-        if (strcmp(w->users[i].name, user))
-            continue;
-        struct crypt_data cd;
-        memset(&cd, 0, sizeof cd);
-        const char *h = crypt_r(password, w->users[i].hash, &cd);
-        size_t hl = strlen(w->users[i].hash);
-        if (!h || strlen(h) != hl)
-            return false;
-        /* Constant time: how much of a guess matched must not show in the answer's timing. */
         unsigned char diff = 0;
-        for (size_t k = 0; k < hl; k++)
-            diff |= (unsigned char)(h[k] ^ w->users[i].hash[k]);
-        return diff == 0;
+        for (size_t k = 0; k < sizeof name; k++)
+            diff |= (unsigned char)(name[k] ^ w->users[i].name[k]);
+        bool match = fits && diff == 0;
+        hash = match ? w->users[i].hash : hash;
+        who = match ? (int)i : who;
     }
-    return false;
+    struct crypt_data *cd = hbm_xcalloc(1, sizeof *cd);
+    const char *h = crypt_r(password, hash, cd);
+    size_t hl = strlen(hash);
+    bool ok = h && strlen(h) == hl;
+    /* Constant time: how much of a guess matched must not show in the answer's timing. */
+    unsigned char diff = 0;
+    for (size_t k = 0; ok && k < hl; k++)
+        diff |= (unsigned char)(h[k] ^ hash[k]);
+    explicit_bzero(cd, sizeof *cd);
+    free(cd);
+    return ok && diff == 0 ? who : -1;
 }

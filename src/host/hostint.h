@@ -12,7 +12,8 @@
 #include "hbm/host.h"
 
 /* Reads dirfd/name into buf (at most cap-1 bytes), NUL-terminated. Returns the length, or
- * -1 with errno set. */
+ * -1 with errno set. Both readers open through hbm_open_regular: under a root prefix a
+ * FIFO or device in place of a /proc file is refused (EINVAL), never waited on. */
 ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap);
 /* Reads dirfd/name whole (up to max bytes) into an owned, NUL-terminated buffer; NULL with
  * errno set on failure (EFBIG past max). */

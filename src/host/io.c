@@ -22,7 +22,7 @@ DIR *hbm_hio_opendir(int dirfd, const char *name)
 
 ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    int fd = hbm_open_regular(dirfd, name, 0, 0, NULL);
     if (fd < 0)
         return -1;
     size_t got = 0;
@@ -47,41 +47,8 @@ ssize_t hbm_hio_read(int dirfd, const char *name, char *buf, size_t cap)
 
 char *hbm_hio_slurp(int dirfd, const char *name, size_t max, size_t *len)
 {
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return NULL;
-    size_t cap = 4096, got = 0;
-    char *buf = hbm_xmalloc(cap);
-    for (;;) {
-        if (got + 1 >= cap) {
-            if (cap >= max) {
-                free(buf);
-                close(fd);
-                errno = EFBIG;
-                return NULL;
-            }
-            cap *= 2;
-            buf = hbm_xrealloc(buf, cap);
-        }
-        ssize_t r = read(fd, buf + got, cap - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            errno = e;
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = '\0';
-    if (len)
-        *len = got;
-    return buf;
+    char *buf = NULL;
+    return hbm_read_file_at(dirfd, name, 0, max, &buf, len, NULL) == 0 ? buf : NULL;
 }
 
 int hbm_hio_open(const char *root, const char *path, int flags)

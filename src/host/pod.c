@@ -122,20 +122,15 @@ static const struct {
 static bool from_runtime(const char *root, const char *cid, const char *pod_uid, hbm_pod *out)
 {
     for (size_t i = 0; i < sizeof config_paths / sizeof config_paths[0]; i++) {
-        char rel[256];
-        snprintf(rel, sizeof rel, "%s%s%s", config_paths[i].dir, cid, config_paths[i].file);
-        int fd = hbm_hio_open(root, rel, O_RDONLY);
-        if (fd < 0)
-            continue;
-        struct stat st;
+        char full[4096];
+        snprintf(full, sizeof full, "%s%s%s%s", root, config_paths[i].dir, cid,
+                 config_paths[i].file);
         char *buf = NULL;
-        ssize_t n = -1;
-        /* An OCI config is tens of KiB; a larger file is not one. */
-        if (fstat(fd, &st) == 0 && st.st_size > 0 && st.st_size <= (1 << 22)) {
-            buf = hbm_xmalloc((size_t)st.st_size + 1);
-            n = read(fd, buf, (size_t)st.st_size);
-        }
-        close(fd);
+        size_t n = 0;
+        /* An OCI config is tens of KiB; a larger file is not one. The runtime's state
+         * directory is not ours: a FIFO or device there is refused unread. */
+        if (hbm_read_file_at(AT_FDCWD, full, 0, 1 << 22, &buf, &n, NULL) < 0)
+            continue;
         hbm_pod p;
         bool ok = n > 0 && hbm_procfs_parse_pod_config(buf, (size_t)n, &p, NULL) == 0 &&
                   p.name[0] && (!pod_uid[0] || !p.uid[0] || !strcmp(p.uid, pod_uid));

@@ -152,11 +152,14 @@ void hbm_lease_release(int fd)
 static int query_path(const char *path, int64_t device, hbm_lease_info *info, hbm_err *err)
 {
     info_init(info, device, path);
-    int f = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* The directory is shared: whatever another user left there (a FIFO would block an
+     * open for reading until someone writes) is refused unread. */
+    hbm_err why;
+    int f = hbm_open_regular(AT_FDCWD, path, O_NOFOLLOW, 0, &why);
     if (f < 0) {
         if (errno == ENOENT)
             return 0;
-        return hbm_err_set(err, "cannot open lease file %s: %s", path, strerror(errno));
+        return hbm_err_set(err, "lease file %s (not a file hbmctl made: remove it)", why.msg);
     }
     parse_content(f, info);
     int held = 0;

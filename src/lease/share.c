@@ -117,15 +117,15 @@ int lease_file_open(const char *dir, const char *base, hbm_err *err)
      * open of another user's file in a sticky world-writable directory, even when it exists.
      * Created with O_EXCL only when missing. A racing creator makes the exclusive create fail: open again. */
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-        fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        if (fd >= 0) {
-            adopt(fd, dir);
+        /* O_NONBLOCK: a FIFO planted here must not hold the open (the type check below
+         * refuses it); on the regular file it changes nothing. */
+        fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0)
             break;
-        }
         e = errno;
         if (e != ENOENT)
             break;
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW, 0666);
         if (fd >= 0) {
             if (fchmod(fd, 0666) < 0) { /* past the umask */
                 e = errno;
@@ -157,6 +157,7 @@ int lease_file_open(const char *dir, const char *base, hbm_err *err)
         return hbm_err_set(err, "lease file %s is not a regular file with one link: not a "
                            "file hbmctl made; remove it", path);
     }
+    adopt(fd, dir);
     return fd;
 }
 

@@ -97,15 +97,18 @@ static void stamp(hbm_obs *obs)
 }
 
 /* Fills obs from one source; on failure obs is left empty and stamped again. */
-static int observe_with(hbm_obs *obs, const hbm_backend *b, hbm_err *err)
+static int observe_with(hbm_obs *obs, const hbm_backend *b, const hbm_source_opts *opts,
+                        hbm_err *err)
 {
     snprintf(obs->backend, sizeof obs->backend, "%s", b->name);
-    if (b->observe(obs, err) == 0)
+    double t = opts->vendor_timeout > 0 ? opts->vendor_timeout : HBM_VENDOR_TIMEOUT_DEFAULT;
+    int rc = b->observe(obs, t, err);
+    if (rc == 0)
         return 0;
     hbm_obs_free(obs);
     hbm_obs_init(obs);
     stamp(obs);
-    return -1;
+    return rc == HBM_ERR_HUNG ? HBM_ERR_HUNG : -1;
 }
 
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
@@ -134,8 +137,16 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             if (!live_backends[i])
                 continue;
             hbm_err why = {{0}};
-            if (live_backends[i]->available(&why) == 1 &&
-                observe_with(obs, live_backends[i], &why) == 0)
+            int rc = live_backends[i]->available(&why) == 1
+                         ? observe_with(obs, live_backends[i], opts, &why)
+                         : -1;
+            /* A driver that hangs is the answer: not "absent", and the next source asks
+             * the same driver (npu-smi goes through DCMI). */
+            if (rc == HBM_ERR_HUNG) {
+                hbm_err_set(err, "%s: %s", live_backends[i]->name, why.msg);
+                return HBM_ERR_HUNG;
+            }
+            if (rc == 0)
                 chosen = live_backends[i];
             else
                 snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
@@ -158,9 +169,11 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         hbm_err why = {{0}};
         if (chosen->available(&why) != 1)
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
-        if (observe_with(obs, chosen, err) < 0) {
+        int rc = observe_with(obs, chosen, opts, err);
+        if (rc < 0) {
             hbm_obs_free(obs);
-            return hbm_err_prefix(err, "%s", chosen->name);
+            hbm_err_prefix(err, "%s", chosen->name);
+            return rc;
         }
     }
     if (!opts->no_host && scan_host(obs, opts, err) < 0) {
@@ -169,5 +182,6 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
         return -1;
     }
     hbm_verdict_apply(obs);
+    hbm_observe_servers(obs, opts->progress_interval_s);
     return 0;
 }

@@ -37,24 +37,24 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
         extra[n++] = hbm_xstrdup(" --enforce-eager");
     if (f->kvmem >= 0)
         extra[n++] = hbm_xasprintf(" --kv-cache-memory-bytes %lld", (long long)f->kvmem);
-    if (v->in->mm_limit_image >= 0 || v->in->mm_limit_video >= 0)
+    if (v->in->vllm.mm_limit_image >= 0 || v->in->vllm.mm_limit_video >= 0)
         extra[n++] = plan_mm_limits_flag(v->in);
-    if (v->in->mm_processor_kwargs)
-        extra[n++] = hbm_xasprintf(" --mm-processor-kwargs '%s'", v->in->mm_processor_kwargs);
-    if (v->in->mm_encoder_tp_mode)
-        extra[n++] = hbm_xasprintf(" --mm-encoder-tp-mode %s", v->in->mm_encoder_tp_mode);
-    if (v->in->skip_mm_profiling)
+    if (v->in->vllm.mm_processor_kwargs)
+        extra[n++] = hbm_xasprintf(" --mm-processor-kwargs '%s'", v->in->vllm.mm_processor_kwargs);
+    if (v->in->vllm.mm_encoder_tp_mode)
+        extra[n++] = hbm_xasprintf(" --mm-encoder-tp-mode %s", v->in->vllm.mm_encoder_tp_mode);
+    if (v->in->vllm.skip_mm_profiling)
         extra[n++] = hbm_xstrdup(" --skip-mm-profiling");
     /* the drafter stays: the figures count it */
-    if (v->in->speculative_config)
-        extra[n++] = hbm_xasprintf(" --speculative-config '%s'", v->in->speculative_config);
-    if (v->in->speculative_model || v->in->num_speculative_tokens > 0)
+    if (v->in->vllm.speculative_config)
+        extra[n++] = hbm_xasprintf(" --speculative-config '%s'", v->in->vllm.speculative_config);
+    if (v->in->vllm.speculative_model || v->in->vllm.num_speculative_tokens > 0)
         extra[n++] = hbm_xasprintf("%s%s --num-speculative-tokens %lld",
-                                   v->in->speculative_model ? " --speculative-model " : "",
-                                   v->in->speculative_model ? v->in->speculative_model : "",
-                                   (long long)(v->in->num_speculative_tokens > 0
-                                                   ? v->in->num_speculative_tokens : 1));
-    if (v->in->enable_lora == 1)
+                                   v->in->vllm.speculative_model ? " --speculative-model " : "",
+                                   v->in->vllm.speculative_model ? v->in->vllm.speculative_model : "",
+                                   (long long)(v->in->vllm.num_speculative_tokens > 0
+                                                   ? v->in->vllm.num_speculative_tokens : 1));
+    if (v->in->vllm.enable_lora == 1)
         extra[n++] = plan_lora_flag_text(v->in);
     for (int i = 0; i < n; i++) {
         char *t = hbm_xasprintf("%s%s", s, extra[i]);
@@ -74,7 +74,7 @@ static void add_rec(hbm_plan_result *res, const char *kind, char *change, char *
     r->change = change;
     r->cost = cost;
     r->flags = fl;
-    r->vllm_args = line;
+    r->launch_line = line;
 }
 
 static double floor2(double x)

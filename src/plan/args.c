@@ -19,15 +19,15 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->gpu_memory_utilization = NAN;
     in->max_model_len = in->max_num_seqs = in->max_num_batched_tokens = HBM_UNKNOWN;
     in->block_size = HBM_UNKNOWN;
-    in->enforce_eager = in->enable_chunked_prefill = -1;
+    in->enforce_eager = in->vllm.enable_chunked_prefill = -1;
     in->kv_cache_memory_bytes = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
-    in->max_total_tokens = in->cuda_graph_max_bs = HBM_UNKNOWN;
-    in->mm_limit_image = in->mm_limit_video = HBM_UNKNOWN;
-    in->num_speculative_tokens = HBM_UNKNOWN;
-    in->enable_lora = in->fully_sharded_loras = -1;
-    in->max_loras = in->max_lora_rank = in->max_cpu_loras = HBM_UNKNOWN;
-    in->lora_extra_vocab_size = HBM_UNKNOWN;
+    in->sglang.max_total_tokens = in->sglang.cuda_graph_max_bs = HBM_UNKNOWN;
+    in->vllm.mm_limit_image = in->vllm.mm_limit_video = HBM_UNKNOWN;
+    in->vllm.num_speculative_tokens = HBM_UNKNOWN;
+    in->vllm.enable_lora = in->vllm.fully_sharded_loras = -1;
+    in->vllm.max_loras = in->vllm.max_lora_rank = in->vllm.max_cpu_loras = HBM_UNKNOWN;
+    in->vllm.lora_extra_vocab_size = HBM_UNKNOWN;
 }
 
 int plan_version_parse(const char *s)
@@ -52,6 +52,37 @@ int plan_version_parse(const char *s)
     return part[0] * 10000 + part[1] * 100 + part[2];
 }
 
+int plan_release_rules(const char *given, const plan_release *rel, int *ver, bool *newer,
+                       hbm_err *err)
+{
+    *ver = rel->newest;
+    *newer = false;
+    if (!given)
+        return 0;
+    int v = plan_version_parse(given);
+    if (v < 0)
+        return hbm_err_set(err, "%s: \"%s\" is not a version like %d.%d.0", rel->flag, given,
+                           rel->newest / 10000, rel->newest / 100 % 100);
+    char last[24];
+    if (rel->by_patch)
+        snprintf(last, sizeof last, "%d.%d.%d", rel->newest / 10000, rel->newest / 100 % 100,
+                 rel->newest % 100);
+    else
+        snprintf(last, sizeof last, "%d.%d.x", rel->newest / 10000, rel->newest / 100 % 100);
+    /* an older release is refused, not clamped: another release's rules would give figures
+     * that look exact for a start-up whose rules were never read */
+    if (v < rel->oldest)
+        return hbm_err_set(err, "%s: %s %s is older than the releases the rules know (%d.%d.0 "
+                                "to %s, and any newer one with the newest rules)",
+                           rel->flag, rel->engine, given, rel->oldest / 10000,
+                           rel->oldest / 100 % 100, last);
+    if (rel->by_patch ? v > rel->newest : v / 100 > rel->newest / 100)
+        *newer = true;
+    else
+        *ver = v;
+    return 0;
+}
+
 static int parse_int(const char *flag, const char *v, int64_t *out, hbm_err *err)
 {
     char *end;
@@ -73,13 +104,13 @@ static int speculative_flag(hbm_plan_input *in, const char *f, const char *v, hb
 {
     int64_t x;
     if (!strcmp(f, "--speculative-config"))
-        in->speculative_config = v;
+        in->vllm.speculative_config = v;
     else if (!strcmp(f, "--speculative-model"))
-        in->speculative_model = v;
+        in->vllm.speculative_model = v;
     else if (parse_int(f, v, &x, err) < 0 || x < 1)
         return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
     else
-        in->num_speculative_tokens = x;
+        in->vllm.num_speculative_tokens = x;
     return 0;
 }
 
@@ -89,7 +120,7 @@ static bool switch_flag(hbm_plan_input *in, const char *f)
     if (!strcmp(f, "--enforce-eager") || !strcmp(f, "--no-enforce-eager"))
         in->enforce_eager = f[2] != 'n';
     else if (!strcmp(f, "--enable-chunked-prefill") || !strcmp(f, "--no-enable-chunked-prefill"))
-        in->enable_chunked_prefill = f[2] != 'n';
+        in->vllm.enable_chunked_prefill = f[2] != 'n';
     else
         return false;
     return true;
@@ -100,7 +131,7 @@ static bool switch_flag(hbm_plan_input *in, const char *f)
 static bool other_flag(hbm_plan_input *in, const char *a, const char *f, bool has_v)
 {
     bool attached;
-    const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, a, &attached);
+    const hbm_plan_flag *fl = plan_flag_find(plan_vllm_flags, a, &attached);
     /* one key of a JSON flag the planner reads whole is not read */
     bool json_key = fl && fl->use == HBM_PLAN_FLAG_MODELLED && strchr(f, '.');
     if (fl && (fl->use == HBM_PLAN_FLAG_UNMODELLED || json_key)) {
@@ -120,17 +151,17 @@ static int lora_flag(hbm_plan_input *in, const char *f, const char *v, bool *too
     int64_t x;
     *took = false;
     if (!strcmp(f, "--enable-lora") || !strcmp(f, "--no-enable-lora")) {
-        in->enable_lora = f[2] != 'n';
+        in->vllm.enable_lora = f[2] != 'n';
         return 1;
     }
     if (!strcmp(f, "--fully-sharded-loras") || !strcmp(f, "--no-fully-sharded-loras")) {
-        in->fully_sharded_loras = f[2] != 'n';
+        in->vllm.fully_sharded_loras = f[2] != 'n';
         return 1;
     }
-    int64_t *count = !strcmp(f, "--max-loras")               ? &in->max_loras
-                     : !strcmp(f, "--max-lora-rank")          ? &in->max_lora_rank
-                     : !strcmp(f, "--max-cpu-loras")          ? &in->max_cpu_loras
-                     : !strcmp(f, "--lora-extra-vocab-size") ? &in->lora_extra_vocab_size
+    int64_t *count = !strcmp(f, "--max-loras")               ? &in->vllm.max_loras
+                     : !strcmp(f, "--max-lora-rank")          ? &in->vllm.max_lora_rank
+                     : !strcmp(f, "--max-cpu-loras")          ? &in->vllm.max_cpu_loras
+                     : !strcmp(f, "--lora-extra-vocab-size") ? &in->vllm.lora_extra_vocab_size
                                                              : NULL;
     if (!count && strcmp(f, "--lora-dtype"))
         return 0;
@@ -140,11 +171,11 @@ static int lora_flag(hbm_plan_input *in, const char *f, const char *v, bool *too
     if (!count) {
         if (strcasecmp(v, "auto") && plan_dtype_bytes(v) < 2)
             return hbm_err_set(err, "%s: \"%s\" is not auto, float16, bfloat16 or float32", f, v);
-        in->lora_dtype = v;
+        in->vllm.lora_dtype = v;
         return 1;
     }
     /* an extra vocabulary of 0 rows is vLLM's way to turn it off */
-    int64_t least = count == &in->lora_extra_vocab_size ? 0 : 1;
+    int64_t least = count == &in->vllm.lora_extra_vocab_size ? 0 : 1;
     if (parse_int(f, v, &x, err) < 0 || x < least)
         return hbm_err_set(err, "%s: \"%s\" is not a %scount", f, v, least ? "positive " : "");
     *count = x;

@@ -11,19 +11,25 @@
 
 #define GIB(x) ((int64_t)((x) * 1073741824.0 + 0.5))
 
+/* What vllm-ascend prints as `total memory` (torch.npu.mem_get_info) on every 64 GB Atlas
+ * A2 log read (vllm-ascend#6250, #4594, #2667 within 12 MiB); torch_npu's OOM text says
+ * "61.27 GiB total capacity" on some hosts, but the budget is taken from mem_get_info */
+#define A2_64G_TOTAL 65452113920LL
+#define A2_64G_SOURCE "vllm-ascend logs (#6250, #4594): total memory 65,452,113,920 B (60.96 GiB)"
+
 static const hbm_plan_device table[] = {
-    {"910B1", "Ascend910B1", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
-    {"910B2", "Ascend910B2,910B2C", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
-    {"910B3", "Ascend910B3,910B", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "torch_npu OOM text: 61.27 GiB total capacity on 64 GB Atlas A2"},
+    {"910B1", "Ascend910B1", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false, A2_64G_SOURCE},
+    {"910B2", "Ascend910B2,910B2C", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     A2_64G_SOURCE},
+    {"910B3", "Ascend910B3,910B", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     A2_64G_SOURCE},
     {"910B4", "Ascend910B4", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "memory the framework sees on a 32 GB 910B4: 29.49 GiB"},
-    {"910B4-1", "Ascend910B4-1,910B4-64G", HBM_PLAN_PLATFORM_ASCEND, GIB(61.27), false,
-     "estimate: 64 GB HBM as the other 64 GB Atlas A2 chips (61.27 GiB)"},
+    {"910B4-1", "Ascend910B4-1,910B4-64G", HBM_PLAN_PLATFORM_ASCEND, A2_64G_TOTAL, false,
+     "estimate: 64 GB HBM as the other 64 GB Atlas A2 chips (60.96 GiB)"},
     {"910C", "A3,AtlasA3,Ascend910C,910_93,Ascend910_93", HBM_PLAN_PLATFORM_ASCEND,
-     GIB(61.27), false, "estimate: 64 GB HBM per die, as the 64 GB Atlas A2 chips"},
+     A2_64G_TOTAL, false,
+     "vllm-ascend#5020 on an Atlas A3 die: total memory 65,452,113,920 B, as the A2 chips"},
     {"910", "Ascend910,910A,910ProB", HBM_PLAN_PLATFORM_ASCEND, GIB(29.49), false,
      "estimate: 32 GB HBM less the 2.51 GiB runtime share seen on the 910B4"},
     {"310P3", "Ascend310P3,310P,300IPro,300VPro,310P3-24G", HBM_PLAN_PLATFORM_ASCEND, GIB(22.12),
@@ -49,6 +55,9 @@ static const hbm_plan_device table[] = {
      "PyTorch OOM text on 8x B200: total capacity of 178.35 GiB"},
     {"MI300X", "InstinctMI300X,AMDInstinctMI300X,MI300X-192G", HBM_PLAN_PLATFORM_CUDA,
      GIB(191.98), true, "PyTorch (ROCm) OOM text: HIP ... total capacity of 191.98 GiB"},
+    {"MI355X", "InstinctMI355X,AMDInstinctMI355X,MI355X-288G", HBM_PLAN_PLATFORM_CUDA,
+     GIB(288.0), true,
+     "vLLM on ROCm requests 273.6 GiB at utilisation 0.95 (SemiAnalysisAI/InferenceX#2522)"},
     {"L40S", "L40S-48G,L40", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
      "PyTorch OOM text: total capacity of 44.42 GiB (8x L40S)"},
     {"L20", "L20-48G", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
@@ -57,6 +66,15 @@ static const hbm_plan_device table[] = {
      GIB(44.43), false, "PyTorch OOM text: total capacity of 44.43 GiB (MTVCrafter#21)"},
     {"L4", "L4-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.03), false,
      "PyTorch OOM text: total capacity of 22.03 GiB on an L4 (evo2#190)"},
+    {"RTXPRO6000", "RTXPRO6000Blackwell,RTXPRO6000BlackwellServerEdition,"
+     "RTXPRO6000BlackwellWorkstationEdition,PRO6000", HBM_PLAN_PLATFORM_CUDA, GIB(94.97), true,
+     "CUDA total=94.97 GiB on a 96 GB RTX PRO 6000 Blackwell, 97887 MiB in nvidia-smi "
+     "(antirez/ds4#431)"},
+    {"5090", "RTX5090,GeForceRTX5090,5090-32G", HBM_PLAN_PLATFORM_CUDA, GIB(31.40), false,
+     "vLLM pre-check text: Free memory on device (30.5/31.4 GiB) (noonghunna/club-3090#1087)"},
+    {"5080", "RTX5080,GeForceRTX5080,5080-16G", HBM_PLAN_PLATFORM_CUDA, 15816LL << 20, false,
+     "estimate: 16 GB GDDR7 Blackwell, as the RTX 5060 Ti 16 GB's 15816 MiB CUDA-visible "
+     "(Luce-Org/lucebox#407)"},
     {"4090", "RTX4090,GeForceRTX4090,4090-24G", HBM_PLAN_PLATFORM_CUDA, GIB(23.64), false,
      "PyTorch OOM text: total capacity of 23.64 GiB"},
     {"3090", "RTX3090,GeForceRTX3090", HBM_PLAN_PLATFORM_CUDA, GIB(23.58), false,

@@ -71,6 +71,18 @@ int hbm_plan_run(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
     return pe->run(in, r, err);
 }
 
+const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool *attached)
+{
+    const plan_engine *pe = plan_engine_of(e);
+    return pe ? plan_flag_find(pe->flags, arg, attached) : NULL;
+}
+
+const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg, const char *const *extra)
+{
+    const plan_engine *pe = plan_engine_of(e);
+    return pe ? plan_flag_suggest(pe->flags, arg, extra) : NULL;
+}
+
 const hbm_plan_flag *hbm_plan_flags(hbm_plan_engine e, size_t *n)
 {
     const plan_engine *pe = plan_engine_of(e);

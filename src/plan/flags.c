@@ -124,37 +124,34 @@ void plan_flag_canon(const char *in, char *out, size_t n)
     out[j] = 0;
 }
 
-static const hbm_plan_flag *lookup(const plan_engine *pe, const char *name)
+static const hbm_plan_flag *lookup(const hbm_plan_flag *table, const char *name)
 {
-    for (size_t i = 0; pe->flags[i].name; i++)
-        if (!strcmp(pe->flags[i].name, name))
-            return &pe->flags[i];
+    for (size_t i = 0; table[i].name; i++)
+        if (!strcmp(table[i].name, name))
+            return &table[i];
     return NULL;
 }
 
-const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool *attached)
+const hbm_plan_flag *plan_flag_find(const hbm_plan_flag *table, const char *arg, bool *attached)
 {
-    const plan_engine *pe = plan_engine_of(e);
-    if (!pe)
-        return NULL;
     char f[96];
     plan_flag_canon(arg, f, sizeof f);
     if (attached)
         *attached = strchr(arg, '=') != NULL;
-    const hbm_plan_flag *fl = lookup(pe, f);
+    const hbm_plan_flag *fl = lookup(table, f);
     if (fl)
         return fl;
     /* -O3: the compilation level joined to the short flag */
     if (!strncmp(f, "-O", 2) && f[2]) {
         if (attached && f[2] != '.')
             *attached = true;
-        return lookup(pe, "-O");
+        return lookup(table, "-O");
     }
     /* --compilation-config.cudagraph_mode FULL: one key of a JSON flag */
     char *dot = strchr(f, '.');
     if (dot && dot > f + 2) {
         *dot = 0;
-        fl = lookup(pe, f);
+        fl = lookup(table, f);
         if (fl && fl->value)
             return fl;
         return NULL;
@@ -163,7 +160,7 @@ const hbm_plan_flag *hbm_plan_flag_find(hbm_plan_engine e, const char *arg, bool
     if (!strncmp(f, "--no-", 5)) {
         char pos[96];
         snprintf(pos, sizeof pos, "--%s", f + 5);
-        fl = lookup(pe, pos);
+        fl = lookup(table, pos);
         if (fl && !fl->value)
             return fl;
     }
@@ -200,10 +197,9 @@ static void consider(const char *f, const char *name, const char **best, size_t 
     }
 }
 
-const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg,
-                                  const char *const *extra)
+const char *plan_flag_suggest(const hbm_plan_flag *table, const char *arg,
+                              const char *const *extra)
 {
-    const plan_engine *pe = plan_engine_of(e);
     char f[96];
     plan_flag_canon(arg, f, sizeof f);
     const char *best = NULL, *prefix = NULL;
@@ -211,8 +207,8 @@ const char *hbm_plan_flag_suggest(hbm_plan_engine e, const char *arg,
     int nprefix = 0;
     for (size_t k = 0; extra && extra[k]; k++)
         consider(f, extra[k], &best, &bestd, &prefix, &nprefix);
-    for (size_t i = 0; pe && pe->flags[i].name; i++)
-        consider(f, pe->flags[i].name, &best, &bestd, &prefix, &nprefix);
+    for (size_t i = 0; table[i].name; i++)
+        consider(f, table[i].name, &best, &bestd, &prefix, &nprefix);
     if (best && bestd <= allowed_edits(f))
         return best;
     /* an abbreviation of exactly one name ("--max-model" for --max-model-len) */

@@ -50,20 +50,20 @@ plan_lora plan_lora_for(const hbm_plan_input *in, const hbm_plan_model *m, int v
                         int act_bytes)
 {
     plan_lora l = {0};
-    l.on = in->enable_lora == 1;
+    l.on = in->vllm.enable_lora == 1;
     if (!l.on)
         return l;
-    l.slots = in->max_loras > 0 ? in->max_loras : 1;
-    l.rank = in->max_lora_rank > 0 ? in->max_lora_rank : 16;
-    int b = in->lora_dtype && strcasecmp(in->lora_dtype, "auto") ? plan_dtype_bytes(in->lora_dtype)
+    l.slots = in->vllm.max_loras > 0 ? in->vllm.max_loras : 1;
+    l.rank = in->vllm.max_lora_rank > 0 ? in->vllm.max_lora_rank : 16;
+    int b = in->vllm.lora_dtype && strcasecmp(in->vllm.lora_dtype, "auto") ? plan_dtype_bytes(in->vllm.lora_dtype)
                                                                 : 0;
     l.dtype_bytes = b >= 2 ? b : act_bytes;
-    l.fully_sharded = in->fully_sharded_loras == 1;
+    l.fully_sharded = in->vllm.fully_sharded_loras == 1;
     l.embeddings = adapts_embeddings(m);
     if (l.embeddings && ver < VER_NO_EXTRA_VOCAB)
-        l.extra_vocab = in->lora_extra_vocab_size >= 0 ? in->lora_extra_vocab_size
+        l.extra_vocab = in->vllm.lora_extra_vocab_size >= 0 ? in->vllm.lora_extra_vocab_size
                                                       : LORA_DEFAULT_EXTRA_VOCAB;
-    l.vocab_flag_gone = in->lora_extra_vocab_size >= 0 && ver >= VER_NO_EXTRA_VOCAB;
+    l.vocab_flag_gone = in->vllm.lora_extra_vocab_size >= 0 && ver >= VER_NO_EXTRA_VOCAB;
     l.experts = ver >= VER_EXPERT_LORA;
     l.v0_engine = ver >= 800 && ver < VER_V1_LORA;
     l.uncharged = ver < VER_SLOTS_MEASURED;
@@ -216,22 +216,22 @@ int64_t plan_lora_added_vocab(const plan_ctx *c)
 
 char *plan_lora_flag_text(const hbm_plan_input *in)
 {
-    if (in->enable_lora != 1)
+    if (in->vllm.enable_lora != 1)
         return hbm_xstrdup("");
     char loras[48] = "", rank[48] = "", cpu[48] = "", vocab[64] = "", dtype[64] = "";
-    if (in->max_loras > 0)
-        snprintf(loras, sizeof loras, " --max-loras %lld", (long long)in->max_loras);
-    if (in->max_lora_rank > 0)
-        snprintf(rank, sizeof rank, " --max-lora-rank %lld", (long long)in->max_lora_rank);
-    if (in->max_cpu_loras > 0)
-        snprintf(cpu, sizeof cpu, " --max-cpu-loras %lld", (long long)in->max_cpu_loras);
-    if (in->lora_extra_vocab_size >= 0)
+    if (in->vllm.max_loras > 0)
+        snprintf(loras, sizeof loras, " --max-loras %lld", (long long)in->vllm.max_loras);
+    if (in->vllm.max_lora_rank > 0)
+        snprintf(rank, sizeof rank, " --max-lora-rank %lld", (long long)in->vllm.max_lora_rank);
+    if (in->vllm.max_cpu_loras > 0)
+        snprintf(cpu, sizeof cpu, " --max-cpu-loras %lld", (long long)in->vllm.max_cpu_loras);
+    if (in->vllm.lora_extra_vocab_size >= 0)
         snprintf(vocab, sizeof vocab, " --lora-extra-vocab-size %lld",
-                 (long long)in->lora_extra_vocab_size);
-    if (in->lora_dtype)
-        snprintf(dtype, sizeof dtype, " --lora-dtype %.40s", in->lora_dtype);
+                 (long long)in->vllm.lora_extra_vocab_size);
+    if (in->vllm.lora_dtype)
+        snprintf(dtype, sizeof dtype, " --lora-dtype %.40s", in->vllm.lora_dtype);
     return hbm_xasprintf(" --enable-lora%s%s%s%s%s%s", loras, rank, cpu, vocab, dtype,
-                         in->fully_sharded_loras == 1 ? " --fully-sharded-loras" : "");
+                         in->vllm.fully_sharded_loras == 1 ? " --fully-sharded-loras" : "");
 }
 
 void plan_lora_fill(const plan_ctx *c, const plan_flags *f, hbm_plan_lora *out)

@@ -44,6 +44,33 @@ static int64_t cdiv(int64_t a, int64_t b)
     return b > 0 ? (a + b - 1) / b : 0;
 }
 
+/* Releases that made Model Runner V2 the default (release notes): Qwen3 dense models from
+ * 0.22 (#39337), Llama and Mistral from 0.23 (#43458), every dense (non-MoE) model from 0.25
+ * (#44443), every model from 0.29. Its profile_cudagraph_memory() returned 0 until 0.29
+ * (vllm#49224), so graphs were captured outside the budget; 0.29 profiles them and shards
+ * the sampler's rows over the TP ranks (#50465). vllm-ascend keeps its own runner. */
+#define MRV2_QWEN3 2200
+#define MRV2_LLAMA 2300
+#define MRV2_DENSE 2500
+#define MRV2_ALL 2900
+
+void plan_mrv2_rules(plan_rules *r, const hbm_plan_model *m)
+{
+    if (r->ascend || r->ver < MRV2_QWEN3)
+        return;
+    const char *a = m->architecture;
+    bool dense = m->num_experts == 0;
+    bool llama = !strcmp(a, "LlamaForCausalLM") || !strcmp(a, "MistralForCausalLM");
+    r->mrv2 = r->ver >= MRV2_ALL || (dense && r->ver >= MRV2_DENSE) ||
+              (dense && llama && r->ver >= MRV2_LLAMA) ||
+              (dense && !strcmp(a, "Qwen3ForCausalLM"));
+    if (!r->mrv2)
+        return;
+    r->sampler_bytes = PLAN_SAMPLER_MRV2_BYTES;
+    r->graph_in_budget = r->ver >= MRV2_ALL;
+    r->sampler_sharded = r->ver >= MRV2_ALL;
+}
+
 int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
@@ -83,7 +110,10 @@ int64_t plan_weights_per_rank(const plan_ctx *c, const plan_flags *f)
 static int64_t sampler_peak(const plan_ctx *c, const plan_flags *f)
 {
     const hbm_plan_model *m = c->m;
-    double R = (double)(f->seqs < f->mnbt ? f->seqs : f->mnbt);
+    int64_t rows = f->seqs < f->mnbt ? f->seqs : f->mnbt;
+    if (c->r.sampler_sharded)
+        rows = cdiv(rows, f->tp); /* each rank samples the requests it owns */
+    double R = (double)rows;
     double V = (double)(m->vocab_size > 0 ? m->vocab_size : 0) + (double)plan_lora_added_vocab(c);
     return (int64_t)(R * V * c->r.sampler_bytes +
                      (double)f->mnbt * (double)m->hidden_size * c->act_bytes);

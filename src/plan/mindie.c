@@ -70,13 +70,13 @@ typedef struct int_key {
 } int_key;
 
 static const int_key int_keys[] = {
-    {"npuMemSize", offsetof(hbm_plan_input, npu_mem_size_gib), -1},
+    {"npuMemSize", offsetof(hbm_plan_input, mindie.npu_mem_size_gib), -1},
     {"maxSeqLen", offsetof(hbm_plan_input, max_model_len), 1},
-    {"maxInputTokenLen", offsetof(hbm_plan_input, max_input_len), 1},
+    {"maxInputTokenLen", offsetof(hbm_plan_input, mindie.max_input_len), 1},
     {"maxPrefillTokens", offsetof(hbm_plan_input, max_num_batched_tokens), 1},
-    {"maxPrefillBatchSize", offsetof(hbm_plan_input, max_prefill_batch_size), 1},
+    {"maxPrefillBatchSize", offsetof(hbm_plan_input, mindie.max_prefill_batch_size), 1},
     {"maxBatchSize", offsetof(hbm_plan_input, max_num_seqs), 1},
-    {"maxIterTimes", offsetof(hbm_plan_input, max_iter_times), 1},
+    {"maxIterTimes", offsetof(hbm_plan_input, mindie.max_iter_times), 1},
     {"cacheBlockSize", offsetof(hbm_plan_input, block_size), 1},
     {"worldSize", offsetof(hbm_plan_input, tensor_parallel_size), 1},
 };
@@ -218,9 +218,9 @@ static int read_model_config(const char *name, json_t *deploy, hbm_plan_input *i
     if (path && !json_is_string(path))
         return hbm_err_set(err, "%s: ModelConfig[0].modelWeightPath is not a string", name);
     if (path && !in->model_path) {
-        snprintf(in->config_model_path, sizeof in->config_model_path, "%s",
+        snprintf(in->mindie.config_model_path, sizeof in->mindie.config_model_path, "%s",
                  json_string_value(path));
-        in->model_path = in->served_model = in->config_model_path;
+        in->model_path = in->served_model = in->mindie.config_model_path;
     }
     return 0;
 }
@@ -332,9 +332,9 @@ static int mindie_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err 
             continue;
         }
         bool attached;
-        const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_MINDIE, a, &attached);
+        const hbm_plan_flag *fl = plan_flag_find(mindie_flags, a, &attached);
         if (!fl) {
-            const char *near = hbm_plan_flag_suggest(HBM_PLAN_ENGINE_MINDIE, a, NULL);
+            const char *near = plan_flag_suggest(mindie_flags, a, NULL);
             return hbm_err_set(err, "%s is not a MindIE config key the planner knows%s%s%s",
                                a, near ? " (did you mean " : "", near ? near : "",
                                near ? "?)" : "");
@@ -369,13 +369,13 @@ static int64_t or_default(int64_t v, int64_t d)
 static mindie_settings settings_of(const hbm_plan_input *in)
 {
     mindie_settings s;
-    s.npu_mem_gib = in->npu_mem_size_gib > 0 ? in->npu_mem_size_gib : -1;
+    s.npu_mem_gib = in->mindie.npu_mem_size_gib > 0 ? in->mindie.npu_mem_size_gib : -1;
     s.seq_len = or_default(in->max_model_len, 2560);
-    s.input_len = or_default(in->max_input_len, 2048);
+    s.input_len = or_default(in->mindie.max_input_len, 2048);
     s.prefill_tokens = or_default(in->max_num_batched_tokens, 8192);
-    s.prefill_batch = or_default(in->max_prefill_batch_size, 50);
+    s.prefill_batch = or_default(in->mindie.max_prefill_batch_size, 50);
     s.batch = or_default(in->max_num_seqs, 200);
-    s.iter_times = or_default(in->max_iter_times, 512);
+    s.iter_times = or_default(in->mindie.max_iter_times, 512);
     s.block = or_default(in->block_size, 128);
     s.world = or_default(in->tensor_parallel_size, 1);
     s.fraction = isnan(in->gpu_memory_utilization) ? 0.8 : in->gpu_memory_utilization;
@@ -520,7 +520,7 @@ static void add_rec(hbm_plan_result *res, const char *kind, const mindie_setting
     r->change = change;
     r->cost = cost;
     r->flags = flags;
-    r->vllm_args = settings_line(s);
+    r->launch_line = settings_line(s);
 }
 
 /* Shorter requests: the longest maxSeqLen (and maxInputTokenLen) the blocks hold. */
@@ -648,19 +648,20 @@ static void fill_result(const hbm_plan_input *in, const mindie_ctx *c, const min
     res->max_num_batched_tokens = s->prefill_tokens;
     res->kv_dtype_bytes = c->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "auto");
+    /* MindIE's rules do not change by release: any release is planned alike */
     snprintf(res->vllm_version, sizeof res->vllm_version, "%s",
-             in->vllm_version ? in->vllm_version : "newest");
+             in->engine_version ? in->engine_version : "newest");
+    snprintf(res->rules_version, sizeof res->rules_version, "%s", res->vllm_version);
+    snprintf(res->engine_version, sizeof res->engine_version, "%s",
+             in->engine_version ? in->engine_version : "");
     plan_fill_device(in, res);
-    res->vllm_args = settings_line(s);
+    res->launch_line = settings_line(s);
 }
 
 static void mindie_notes(const hbm_plan_input *in, const mindie_ctx *c, const mindie_settings *s,
                          const mindie_outcome *o, hbm_plan_result *res)
 {
-    if (c->m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters)",
-                                    (double)c->m->params_estimated / 1e9));
+    plan_model_notes(c->m, res);
     if (s->npu_mem_gib > 0 && o->fits && o->required > o->blocks)
         plan_add_note(res, hbm_xasprintf("npuMemSize %lld holds %lld blocks: a request of %lld "
                                     "tokens (%lld blocks) cannot be scheduled",

@@ -304,6 +304,24 @@ static json_t *text_config(json_t *root)
     return root;
 }
 
+/* The model families whose config layouts the rules were checked against (fixtures and
+ * start-up cases); any other is planned as a generic decoder from the same keys, which the
+ * plan says, rather than refused: its numbers are read alike, only the layer kinds and extra
+ * tensors a config does not spell out may be missed. */
+static bool known_family(const char *model_type)
+{
+    static const char *const known[] = {
+        "llama",      "mistral",     "mixtral",   "qwen2",        "qwen2_moe",
+        "qwen2_vl",   "qwen2_5_vl",  "qwen3",     "qwen3_moe",    "qwen3_next",
+        "qwen3_vl",   "qwen3_vl_moe", "gemma2",   "gemma3",       "gemma3_text",
+        "gpt_oss",    "deepseek_v2", "deepseek_v3", "pangu",
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(model_type, known[i]))
+            return true;
+    return false;
+}
+
 /* Names and the transformer's dimensions; fails when vLLM could not size it. */
 static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *m,
                      hbm_err *err)
@@ -314,6 +332,7 @@ static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *
                  json_string_value(json_array_get(arch, 0)));
     const char *mt = get_str(t, root, "model_type");
     snprintf(m->model_type, sizeof m->model_type, "%s", mt ? mt : "");
+    m->generic = !known_family(m->model_type);
     json_t *nop = json_object_get(root, "_name_or_path");
     if (json_is_string(nop) && strlen(json_string_value(nop)) < sizeof m->name_or_path)
         snprintf(m->name_or_path, sizeof m->name_or_path, "%s", json_string_value(nop));

@@ -174,13 +174,13 @@ int plan_mm_load(const char *model_path, const hbm_plan_input *in, plan_mm *mm, 
     if (pp)
         mm->max_pixels = processor_max_pixels(pp, mm->max_pixels);
     json_decref(pp);
-    mm->limit_image = in->mm_limit_image;
-    mm->limit_video = in->mm_limit_video;
-    if (in->mm_processor_kwargs &&
-        plan_mm_parse_kwargs(in->mm_processor_kwargs, &mm->max_pixels, err) < 0)
+    mm->limit_image = in->vllm.mm_limit_image;
+    mm->limit_video = in->vllm.mm_limit_video;
+    if (in->vllm.mm_processor_kwargs &&
+        plan_mm_parse_kwargs(in->vllm.mm_processor_kwargs, &mm->max_pixels, err) < 0)
         return -1;
-    mm->data_parallel = in->mm_encoder_tp_mode && !strcasecmp(in->mm_encoder_tp_mode, "data");
-    mm->skip_profiling = in->skip_mm_profiling;
+    mm->data_parallel = in->vllm.mm_encoder_tp_mode && !strcasecmp(in->vllm.mm_encoder_tp_mode, "data");
+    mm->skip_profiling = in->vllm.skip_mm_profiling;
     return 0;
 }
 
@@ -246,7 +246,7 @@ int plan_mm_parse_limits(const char *text, int64_t *image, int64_t *video, hbm_e
 
 int plan_mm_limit_arg(hbm_plan_input *in, const char *key, const char *value, hbm_err *err)
 {
-    int64_t image = in->mm_limit_image, video = in->mm_limit_video;
+    int64_t image = in->vllm.mm_limit_image, video = in->vllm.mm_limit_video;
     if (!key) {
         if (plan_mm_parse_limits(value, &image, &video, err) < 0)
             return -1;
@@ -258,8 +258,8 @@ int plan_mm_limit_arg(hbm_plan_input *in, const char *key, const char *value, hb
         if (plan_mm_parse_limits(kv, &image, &video, err) < 0)
             return -1;
     }
-    in->mm_limit_image = image;
-    in->mm_limit_video = video;
+    in->vllm.mm_limit_image = image;
+    in->vllm.mm_limit_video = video;
     return 0;
 }
 
@@ -278,13 +278,13 @@ int plan_mm_arg(hbm_plan_input *in, const char *flag, const char *value, hbm_err
         int64_t px = HBM_UNKNOWN;
         if (plan_mm_parse_kwargs(value, &px, err) < 0)
             return -1;
-        in->mm_processor_kwargs = value;
+        in->vllm.mm_processor_kwargs = value;
     } else if (!strcmp(flag, "--mm-encoder-tp-mode")) {
         if (strcmp(value, "weights") && strcmp(value, "data"))
             return hbm_err_set(err, "%s: \"%s\" is not weights or data", flag, value);
-        in->mm_encoder_tp_mode = value;
+        in->vllm.mm_encoder_tp_mode = value;
     } else {
-        in->skip_mm_profiling = !strcmp(flag, "--skip-mm-profiling");
+        in->vllm.skip_mm_profiling = !strcmp(flag, "--skip-mm-profiling");
     }
     return 0;
 }
@@ -292,10 +292,10 @@ int plan_mm_arg(hbm_plan_input *in, const char *flag, const char *value, hbm_err
 char *plan_mm_limits_flag(const hbm_plan_input *in)
 {
     char image[32] = "", video[32] = "";
-    if (in->mm_limit_image >= 0)
-        snprintf(image, sizeof image, "\"image\": %lld", (long long)in->mm_limit_image);
-    if (in->mm_limit_video >= 0)
-        snprintf(video, sizeof video, "\"video\": %lld", (long long)in->mm_limit_video);
+    if (in->vllm.mm_limit_image >= 0)
+        snprintf(image, sizeof image, "\"image\": %lld", (long long)in->vllm.mm_limit_image);
+    if (in->vllm.mm_limit_video >= 0)
+        snprintf(video, sizeof video, "\"video\": %lld", (long long)in->vllm.mm_limit_video);
     return hbm_xasprintf(" --limit-mm-per-prompt '{%s%s%s}'", image,
                          image[0] && video[0] ? ", " : "", video);
 }

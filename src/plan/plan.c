@@ -133,34 +133,13 @@ static char *served_model(const hbm_plan_input *in, const hbm_plan_model *m,
     return hbm_xstrdup("MODEL");
 }
 
-/* The rules' release: the newest unless --vllm-version names one they know. */
-static int rules_version(const hbm_plan_input *in, bool ascend, int *ver, hbm_err *err)
-{
-    *ver = PLAN_VERSION_NEWEST;
-    if (!in->vllm_version)
-        return 0;
-    *ver = plan_version_parse(in->vllm_version);
-    if (*ver < 0)
-        return hbm_err_set(err, "--vllm-version: \"%s\" is not a version like 0.11.0",
-                           in->vllm_version);
-    /* refused, not clamped: another release's rules would give figures that look
-     * exact for a release whose start-up nobody has read */
-    int oldest = ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA;
-    if (*ver < oldest || *ver > PLAN_VERSION_LAST)
-        return hbm_err_set(err, "--vllm-version: %s %s is outside the releases the rules "
-                                "know (%d.%d.0 to %d.%d.x)",
-                           ascend ? "vllm-ascend" : "vLLM", in->vllm_version, oldest / 10000,
-                           oldest / 100 % 100, PLAN_VERSION_NEWEST / 10000,
-                           PLAN_VERSION_NEWEST / 100 % 100);
-    return 0;
-}
-
 /* The model as the rules see it: byte widths and the layers of each kind. */
 static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, bool ascend,
                           hbm_plan_result *res)
 {
     plan_ctx c = {.m = m, .r = plan_rules_for(ver, ascend)};
     plan_ascend_device_rules(&c.r, in->device_name);
+    plan_mrv2_rules(&c.r, m);
     /* Marlin: 0.10's MXFP4 choice on every CUDA card without triton_kernels; Triton's
      * swizzled layout is not modelled */
     c.mxfp4_marlin = !ascend;
@@ -187,12 +166,12 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
     c.lora = plan_lora_for(in, m, ver, c.act_bytes);
     plan_lora_rules(&c.r, &c.lora);
     /* after the rules LoRA changes: a release that sends LoRA to V0 keeps V0's sampler */
-    if (in->sampler != HBM_PLAN_SAMPLER_DEFAULT) {
+    if (in->vllm.sampler != HBM_PLAN_SAMPLER_DEFAULT) {
         if (c.r.v0 || ascend)
             plan_add_note(res, hbm_xstrdup("--sampler is about vLLM V1 on CUDA: V0 and "
                                            "vllm-ascend have their own sampler; ignored"));
         else {
-            bool fi = in->sampler == HBM_PLAN_SAMPLER_FLASHINFER;
+            bool fi = in->vllm.sampler == HBM_PLAN_SAMPLER_FLASHINFER;
             c.r.sampler_bytes = fi ? PLAN_SAMPLER_FLASHINFER_BYTES : PLAN_SAMPLER_TORCH_BYTES;
             plan_add_note(res, hbm_xasprintf("top-k/top-p sampler: %s (%d bytes per row and "
                                              "vocabulary entry in the profile run)",
@@ -233,9 +212,9 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     bool large = in->large_device && !ascend && !c->r.v0;
     f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
     /* get_batch_defaults: the Python LLM class batches more than the server (V1) */
-    int64_t dflt_tokens = in->llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
-    bool chunked = in->enable_chunked_prefill != 0;
-    if (c->r.v0 && in->enable_chunked_prefill < 0)
+    int64_t dflt_tokens = in->vllm.llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
+    bool chunked = in->vllm.enable_chunked_prefill != 0;
+    if (c->r.v0 && in->vllm.enable_chunked_prefill < 0)
         chunked = f.mml > 32768; /* V0 turned it on for long contexts only */
     if (in->max_num_batched_tokens > 0)
         f.mnbt = in->max_num_batched_tokens;
@@ -259,7 +238,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
 
 /* The figures of the outcome and what they rest on, into the result. */
 static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const plan_outcome *o,
-                         int ver, hbm_plan_result *res)
+                         hbm_plan_result *res)
 {
     res->fits = o->fits;
     res->weights_bytes = o->weights;
@@ -288,8 +267,6 @@ static void fill_figures(const hbm_plan_input *in, const plan_flags *f, const pl
     res->kv_dtype_bytes = f->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
-    snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", ver / 10000,
-             ver / 100 % 100, ver % 100);
     plan_fill_device(in, res);
 }
 
@@ -324,11 +301,16 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     const hbm_plan_model *m = c->m;
     if (in->live_partial)
         plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
-    if (m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters%s%s)",
-                                    (double)m->params_estimated / 1e9,
-                                    m->quant_method[0] ? ", " : "", m->quant_method));
+    plan_model_notes(m, res);
+    if (c->r.mrv2)
+        plan_add_note(res, hbm_xasprintf(
+            "Model Runner V2 (vLLM's default for this model in %s): its profile samples %lld "
+            "rows of the vocabulary%s without top-k/top-p; CUDA graphs %s",
+            res->vllm_version, (long long)res->sampler_rows,
+            c->r.sampler_sharded ? " per rank (the batch is sharded over TP)" : "",
+            c->r.graph_in_budget ? "are profiled into the budget"
+                                 : "are captured after the budget (its graph profile "
+                                   "returned 0 before 0.29)"));
     if (c->r.precheck && f->free < 0)
         plan_add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));
@@ -386,8 +368,13 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
     hbm_plan_model *m = &res->model;
     bool ascend = in->platform == HBM_PLAN_PLATFORM_ASCEND;
     int ver;
-    if (rules_version(in, ascend, &ver, err) < 0)
+    bool newer;
+    const plan_release rel = {"--vllm-version", ascend ? "vllm-ascend" : "vLLM",
+                              ascend ? PLAN_VERSION_OLDEST_ASCEND : PLAN_VERSION_OLDEST_CUDA,
+                              PLAN_VERSION_NEWEST, false};
+    if (plan_release_rules(in->engine_version, &rel, &ver, &newer, err) < 0)
         return -1;
+    plan_release_record(res, rel.engine, in->engine_version, ver, newer);
     plan_mm mm;
     if (plan_mm_load(in->model_path, in, &mm, err) < 0)
         return -1;
@@ -403,14 +390,17 @@ static int vllm_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *err
         return -1;
     plan_outcome o;
     plan_evaluate(&c, &f, &o);
-    fill_figures(in, &f, &o, ver, res);
+    fill_figures(in, &f, &o, res);
+    res->model_runner_v2 = c.r.mrv2;
+    if (c.r.sampler_sharded)
+        res->sampler_rows = (res->sampler_rows + f.tp - 1) / f.tp;
     if (c.mm)
         plan_mm_result(&c, &f, &o, res);
     plan_lora_fill(&c, &f, &res->lora);
 
     char *served = served_model(in, m, res);
     plan_view v = {in, served};
-    res->vllm_args = plan_flag_line(&v, &f, in->kv_cache_dtype);
+    res->launch_line = plan_flag_line(&v, &f, in->kv_cache_dtype);
     vllm_errors(&c, &f, &o, res);
     if (!o.fits)
         plan_advise(&c, &f, &o, &v, res);
@@ -440,10 +430,10 @@ void hbm_plan_result_free(hbm_plan_result *r)
         free(r->recs[i].change);
         free(r->recs[i].cost);
         free(r->recs[i].flags);
-        free(r->recs[i].vllm_args);
+        free(r->recs[i].launch_line);
     }
     free(r->recs);
-    free(r->vllm_args);
+    free(r->launch_line);
     for (size_t i = 0; i < r->nnotes; i++)
         free(r->notes[i]);
     free(r->notes);

@@ -20,12 +20,31 @@ int plan_weights_in_dir(const char *dir, hbm_plan_st_sum *sum, int *files, hbm_e
 
 /* vLLM version as major*10000 + minor*100 + patch; -1 when unparsable. */
 int plan_version_parse(const char *s);
-#define PLAN_VERSION_NEWEST 2300 /* 0.23.0: the newest release the rules know */
+#define PLAN_VERSION_NEWEST 2900 /* 0.29.0: the newest release the rules know */
 /* The releases the rules know: vLLM 0.6.0 (V0's profile-run budget, research/vllm-memory.md)
  * and vllm-ascend 0.7.0 (its first releases) up to any patch release of the newest minor. */
 #define PLAN_VERSION_OLDEST_CUDA 600
 #define PLAN_VERSION_OLDEST_ASCEND 700
-#define PLAN_VERSION_LAST (PLAN_VERSION_NEWEST + 99)
+
+/* The releases one engine's rules know: `oldest` to `newest` (major*10000 + minor*100 +
+ * patch); by_patch: patch releases change the rules (SGLang's defaults do), so a later patch
+ * is newer; else any patch of the newest minor is known. */
+typedef struct plan_release {
+    const char *flag;   /* "--vllm-version" */
+    const char *engine; /* "vLLM", "SGLang": in messages */
+    int oldest, newest;
+    bool by_patch;
+} plan_release;
+/* The rules' release for the engine release `given` (NULL: the newest) in *ver. A release
+ * newer than the rules is planned with the newest rules and *newer says so: most start-ups
+ * run a release newer than the last one whose code was read, and refusing them plans
+ * nothing. An unparsable release, or one older than rel->oldest, is an error. */
+int plan_release_rules(const char *given, const plan_release *rel, int *ver, bool *newer,
+                       hbm_err *err);
+/* Records the rules used in res (vllm_version, rules_version, engine_version, rules_newer)
+ * and, for a newer release, a note that says so. */
+void plan_release_record(hbm_plan_result *res, const char *engine, const char *given, int ver,
+                         bool newer);
 
 /* ---- the memory model (memory.c), used by plan.c (prediction) and advise.c (changes) ---- */
 
@@ -47,6 +66,8 @@ typedef struct plan_rules {
     bool kv_halved;       /* vllm-ascend's 310P worker keeps half the budget for workspaces */
     bool others_charged;  /* other processes' memory taken from the budget after the check */
     bool nz_embed_copy;   /* 310P: each unquantized vocabulary table also kept in FRACTAL_NZ */
+    bool mrv2;            /* Model Runner V2 runs this model (plan_mrv2_rules) */
+    bool sampler_sharded; /* the dummy sampler's rows are split over the TP ranks (0.29) */
 } plan_rules;
 
 /* Effective flags for one evaluation. */
@@ -164,9 +185,18 @@ int64_t plan_draft_weights(const plan_ctx *c, const plan_flags *f);
  * int64 indices, softmax, cumsum, scatter, probabilities and the exponential draw). */
 #define PLAN_SAMPLER_FLASHINFER_BYTES 10
 #define PLAN_SAMPLER_TORCH_BYTES 38
+/* Model Runner V2's dummy sampler (vllm/v1/worker/gpu/model_runner.py _dummy_sampler_run,
+ * sample/sampler.py): the bf16 logits and their fp32 copy; its profile skips top-k/top-p
+ * (sample/states.py starts every slot at top_k = vocabulary, top_p = 1.0) and the Gumbel
+ * draw is one Triton kernel */
+#define PLAN_SAMPLER_MRV2_BYTES 6
 
 /* The rules of one release (plan_version_parse) on CUDA or Ascend. */
 plan_rules plan_rules_for(int ver, bool ascend);
+/* Whether vLLM's default runner for model m on these rules is Model Runner V2, and what
+ * that changes: its dummy sampler, graphs outside the budget before 0.29, the sampler
+ * sharded over TP from 0.29. */
+void plan_mrv2_rules(plan_rules *r, const hbm_plan_model *m);
 
 static inline int64_t plan_round_up(int64_t x, int64_t to)
 {
@@ -287,11 +317,18 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
 /* A flag as typed, up to any '=', with '_' read as '-' ("--max_model_len=8" ->
  * "--max-model-len"), as vLLM reads flag names. */
 void plan_flag_canon(const char *in, char *out, size_t n);
+/* hbm_plan_flag_find and hbm_plan_flag_suggest over one engine's table: an engine's own
+ * reader calls these, so the flag code never needs the engine list (engine.c) above it. */
+const hbm_plan_flag *plan_flag_find(const hbm_plan_flag *table, const char *arg, bool *attached);
+const char *plan_flag_suggest(const hbm_plan_flag *table, const char *arg,
+                              const char *const *extra);
 
 /* What every engine's result carries alike: a note, a failing check (both texts owned by
  * res after the call), and the device facts of in (platform, name, live ids, the
  * visible-device variable). */
 void plan_add_note(hbm_plan_result *res, char *text);
+/* The notes on what the model's figures rest on: weights estimated, a generic decoder. */
+void plan_model_notes(const hbm_plan_model *m, hbm_plan_result *res);
 void plan_add_error(hbm_plan_result *res, const char *kind, char *msg);
 void plan_fill_device(const hbm_plan_input *in, hbm_plan_result *res);
 

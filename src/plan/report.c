@@ -114,11 +114,14 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
         json_object_set_new(e, "change", json_string(r->recs[i].change));
         json_object_set_new(e, "cost", json_string(r->recs[i].cost));
         json_object_set_new(e, "flags", json_string(r->recs[i].flags));
-        json_object_set_new(e, "vllm_args", json_string(r->recs[i].vllm_args));
+        json_object_set_new(e, "launch_line", json_string(r->recs[i].launch_line));
+        /* the older name, kept one release (docs/planner.md, JSON) */
+        json_object_set_new(e, "vllm_args", json_string(r->recs[i].launch_line));
         json_array_append_new(recs, e);
     }
     json_object_set_new(j, "recommendations", recs);
-    json_object_set_new(j, "vllm_args", json_string(r->vllm_args ? r->vllm_args : ""));
+    json_object_set_new(j, "launch_line", json_string(r->launch_line ? r->launch_line : ""));
+    json_object_set_new(j, "vllm_args", json_string(r->launch_line ? r->launch_line : ""));
     json_object_set_new(j, "launch", launch_json(&r->launch));
     json_object_set_new(j, "multimodal", multimodal_json(&r->multimodal));
     json_object_set_new(j, "speculative", spec_json(&r->spec));
@@ -138,6 +141,14 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(j, "max_num_batched_tokens", json_integer(r->max_num_batched_tokens));
     json_object_set_new(j, "kv_cache_dtype", json_string(r->kv_cache_dtype));
     json_object_set_new(j, "vllm_version", json_string(r->vllm_version));
+    json_object_set_new(j, "rules_version", json_string(r->rules_version));
+    json_object_set_new(j, "engine_version",
+                        r->engine_version[0] ? json_string(r->engine_version) : json_null());
+    json_object_set_new(j, "rules_newer", json_boolean(r->rules_newer));
+    json_object_set_new(j, "model_runner",
+                        r->engine == HBM_PLAN_ENGINE_VLLM && r->platform != HBM_PLAN_PLATFORM_ASCEND
+                            ? json_string(r->model_runner_v2 ? "v2" : "v1")
+                            : json_null());
     json_object_set_new(j, "platform", json_string(r->platform == HBM_PLAN_PLATFORM_ASCEND
                                                        ? "ascend"
                                                        : r->platform == HBM_PLAN_PLATFORM_CUDA
@@ -164,6 +175,8 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(mo, "checkpoint_bytes", int_or_null(m->weights_bytes));
     json_object_set_new(mo, "weights_estimated", json_boolean(m->weights_estimated));
     json_object_set_new(mo, "safetensors_files", json_integer(m->weights_files));
+    json_object_set_new(mo, "model_type", json_string(m->model_type));
+    json_object_set_new(mo, "generic", json_boolean(m->generic));
     json_object_set_new(j, "model", mo);
     json_t *notes = json_array();
     for (size_t i = 0; i < r->nnotes; i++)

@@ -136,13 +136,13 @@ int hbm_plan_safetensors_parse(const uint8_t *buf, size_t len, uint64_t file_siz
 
 int hbm_plan_safetensors_file(const char *path, hbm_plan_st_sum *sum, hbm_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = hbm_open_regular(AT_FDCWD, path, 0, 0, err);
     if (fd < 0)
-        return hbm_err_set(err, "%s: %s", path, strerror(errno));
+        return -1;
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) < 0) {
         close(fd);
-        return hbm_err_set(err, "%s: not a regular file", path);
+        return hbm_err_set(err, "%s: %s", path, strerror(errno));
     }
     uint8_t head[8];
     ssize_t r = pread(fd, head, 8, 0);

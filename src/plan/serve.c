@@ -255,6 +255,6 @@ int hbm_plan_serve(const hbm_plan_input *in, hbm_plan_result *r, hbm_err *err)
     lw->max_concurrency = r->fits ? r->max_concurrency : 0;
     lw->fewer_devices_concurrency = fewer;
     lw->lower_util_concurrency = lower;
-    split_flags(lw, r->vllm_args);
+    split_flags(lw, r->launch_line);
     return 0;
 }

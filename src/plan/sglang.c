@@ -20,10 +20,9 @@
 #define GIB_D 1073741824.0
 #define MIB_D 1048576.0
 
-/* The releases the rules know: 0.2.0 to any patch of 0.5. */
+/* The releases the rules know: 0.2.0 to 0.5.6; newer ones get the newest rules. */
 #define SGL_OLDEST 200
 #define SGL_NEWEST 506
-#define SGL_LAST 599
 /* mem_fraction_static's default: by TP (before 0.4.7), by the card and TP (#7054), from the
  * chunked-prefill size and CUDA graph batch (#10975, 0.5.4) */
 #define SGL_RESERVE_BY_CARD 407
@@ -164,7 +163,7 @@ static int read_flag(hbm_plan_input *in, const char *name, const char *v, hbm_er
     } else if (!strcmp(name, "--max-total-tokens")) {
         if (count_value(name, v, 1, &x, err) < 0)
             return -1;
-        in->max_total_tokens = x;
+        in->sglang.max_total_tokens = x;
     } else {
         return 1; /* not a counted flag */
     }
@@ -178,8 +177,8 @@ static int read_flag_more(hbm_plan_input *in, const char *name, const char *v, h
     if (!strcmp(name, "--cuda-graph-max-bs") || !strcmp(name, "--cuda-graph-bs")) {
         if (count_value(name, v, 1, &x, err) < 0)
             return -1;
-        if (x > in->cuda_graph_max_bs)
-            in->cuda_graph_max_bs = x;
+        if (x > in->sglang.cuda_graph_max_bs)
+            in->sglang.cuda_graph_max_bs = x;
     } else if (!strcmp(name, "--page-size")) {
         if (count_value(name, v, 1, &x, err) < 0 || x > 65536)
             return hbm_err_set(err, "%s: \"%s\" is not a page size", name, v);
@@ -247,11 +246,11 @@ static int sglang_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err 
             continue;
         }
         bool attached;
-        const hbm_plan_flag *fl = hbm_plan_flag_find(HBM_PLAN_ENGINE_SGLANG, a, &attached);
+        const hbm_plan_flag *fl = plan_flag_find(sglang_flags, a, &attached);
         if (fl && !strncmp(a, "--no-", 5) && strncmp(fl->name, "--no-", 5))
             fl = NULL; /* vLLM's negated switches: SGLang has none */
         if (!fl) {
-            const char *near = hbm_plan_flag_suggest(HBM_PLAN_ENGINE_SGLANG, a, NULL);
+            const char *near = plan_flag_suggest(sglang_flags, a, NULL);
             return hbm_err_set(err, "%s is not an SGLang flag the planner knows%s%s%s", a,
                                near ? " (did you mean " : "", near ? near : "",
                                near ? "?)" : "");
@@ -320,7 +319,7 @@ static void work_defaults(sgl_flags *s, const hbm_plan_input *in)
     else
         cps = 16384, bs = 512;
     s->chunked = in->max_num_batched_tokens >= 0 ? in->max_num_batched_tokens : cps;
-    s->graph_bs = in->cuda_graph_max_bs > 0 ? in->cuda_graph_max_bs : bs;
+    s->graph_bs = in->sglang.cuda_graph_max_bs > 0 ? in->sglang.cuda_graph_max_bs : bs;
 }
 
 /* server_args.py's default mem_fraction_static for the release. */
@@ -392,23 +391,6 @@ static void sgl_evaluate(const sgl_flags *s, int64_t free_bytes, sgl_outcome *o)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-static int sglang_version(const hbm_plan_input *in, int *ver, hbm_err *err)
-{
-    *ver = SGL_NEWEST;
-    if (!in->vllm_version)
-        return 0;
-    *ver = plan_version_parse(in->vllm_version);
-    if (*ver < 0)
-        return hbm_err_set(err, "--engine-version: \"%s\" is not a version like 0.4.3",
-                           in->vllm_version);
-    if (*ver < SGL_OLDEST || *ver > SGL_LAST)
-        return hbm_err_set(err, "--engine-version: SGLang %s is outside the releases the "
-                                "rules know (%d.%d.0 to %d.%d.x)",
-                           in->vllm_version, SGL_OLDEST / 10000, SGL_OLDEST / 100 % 100,
-                           SGL_NEWEST / 10000, SGL_NEWEST / 100 % 100);
-    return 0;
-}
-
 /* The flags in effect: the given ones, else SGLang's defaults for the release and card. */
 static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model *m, int ver)
 {
@@ -431,7 +413,7 @@ static sgl_flags sglang_flags_for(const hbm_plan_input *in, const hbm_plan_model
                 : m->max_position_embeddings > 0 ? m->max_position_embeddings
                                                  : 2048;
     s.page = in->block_size > 0 ? in->block_size : 1;
-    s.max_total = in->max_total_tokens;
+    s.max_total = in->sglang.max_total_tokens;
     s.running = in->max_num_seqs;
     s.kvb = plan_kv_dtype_bytes(in->kv_cache_dtype, s.c.act_bytes);
     return s;
@@ -462,7 +444,7 @@ static char *sglang_line(const hbm_plan_input *in, const char *model, const sgl_
         extra[n++] = hbm_xasprintf(" --max-running-requests %lld", (long long)s->running);
     if (s->max_total > 0)
         extra[n++] = hbm_xasprintf(" --max-total-tokens %lld", (long long)s->max_total);
-    if (in->cuda_graph_max_bs > 0)
+    if (in->sglang.cuda_graph_max_bs > 0)
         extra[n++] = hbm_xasprintf(" --cuda-graph-max-bs %lld", (long long)s->graph_bs);
     if (in->kv_cache_dtype && strcasecmp(in->kv_cache_dtype, "auto"))
         extra[n++] = hbm_xasprintf(" --kv-cache-dtype %s", in->kv_cache_dtype);
@@ -530,7 +512,7 @@ static void try_change(const hbm_plan_input *in, const char *model, sgl_flags *t
                                 (double)o.reserve / GIB_D, (long long)o.tokens);
         r->flags = hbm_xasprintf("--mem-fraction-static %.2f", t->frac);
     }
-    r->vllm_args = sglang_line(in, model, t);
+    r->launch_line = sglang_line(in, model, t);
 }
 
 /* The changes that make it start, best first: the fraction up to 0.95 that holds the
@@ -589,8 +571,6 @@ static void fill_result(const hbm_plan_input *in, const sgl_flags *s, const sgl_
     res->kv_dtype_bytes = s->kvb;
     snprintf(res->kv_cache_dtype, sizeof res->kv_cache_dtype, "%s",
              in->kv_cache_dtype ? in->kv_cache_dtype : "auto");
-    snprintf(res->vllm_version, sizeof res->vllm_version, "%d.%d.%d", s->ver / 10000,
-             s->ver / 100 % 100, s->ver % 100);
     plan_fill_device(in, res);
 }
 
@@ -613,10 +593,7 @@ static void sglang_notes(const hbm_plan_input *in, const sgl_flags *s, const sgl
                          hbm_plan_result *res)
 {
     const hbm_plan_model *m = s->c.m;
-    if (m->weights_estimated)
-        plan_add_note(res, hbm_xasprintf("no safetensors found: weights estimated from the "
-                                    "architecture (%.2f B parameters)",
-                                    (double)m->params_estimated / 1e9));
+    plan_model_notes(m, res);
     if (!s->frac_given)
         plan_add_note(res, hbm_xasprintf("mem_fraction_static %.3g is SGLang %s's default for %.0f "
                                     "MiB and TP %lld (it reads the card's size from nvidia-smi, "
@@ -657,8 +634,12 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
         return hbm_err_set(err, "device memory unknown: give --device NAME, --device auto or "
                                 "--mem SIZE");
     int ver;
-    if (sglang_version(in, &ver, err) < 0)
+    bool newer;
+    /* SGLang's patch releases change its defaults (0.4.7, 0.5.4): a later patch is newer */
+    static const plan_release rel = {"--engine-version", "SGLang", SGL_OLDEST, SGL_NEWEST, true};
+    if (plan_release_rules(in->engine_version, &rel, &ver, &newer, err) < 0)
         return -1;
+    plan_release_record(res, "SGLang", in->engine_version, ver, newer);
     if (hbm_plan_model_load(in->model_path, &res->model, err) < 0)
         return -1;
     sgl_flags s = sglang_flags_for(in, &res->model, ver);
@@ -666,7 +647,7 @@ static int sglang_run(const hbm_plan_input *in, hbm_plan_result *res, hbm_err *e
     sgl_evaluate(&s, free_of(in), &o);
     fill_result(in, &s, &o, res);
     char *model = model_arg(in);
-    res->vllm_args = sglang_line(in, model, &s);
+    res->launch_line = sglang_line(in, model, &s);
     sglang_errors(&s, &o, res);
     if (!res->fits)
         sglang_advise(in, model, &s, &o, res);

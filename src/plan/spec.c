@@ -168,37 +168,37 @@ int hbm_plan_spec_parse(const char *text, size_t len, hbm_plan_spec_config *out,
 static int config_from_flags(const hbm_plan_input *in, int ver, hbm_plan_spec_config *sc,
                              bool *given, hbm_err *err)
 {
-    bool old = in->speculative_model || in->num_speculative_tokens > 0;
-    *given = old || in->speculative_config;
-    if (in->speculative_config && old)
+    bool old = in->vllm.speculative_model || in->vllm.num_speculative_tokens > 0;
+    *given = old || in->vllm.speculative_config;
+    if (in->vllm.speculative_config && old)
         return hbm_err_set(err, FLAG ": give it or --speculative-model / "
                                 "--num-speculative-tokens, not both");
-    if (in->speculative_config) {
+    if (in->vllm.speculative_config) {
         if (ver < SPEC_CONFIG_SINCE)
             return hbm_err_set(err, FLAG ": vLLM %s has no such flag (it came with 0.8.0): "
                                     "give --speculative-model and --num-speculative-tokens",
-                               in->vllm_version);
-        return hbm_plan_spec_parse(in->speculative_config, strlen(in->speculative_config),
+                               in->engine_version);
+        return hbm_plan_spec_parse(in->vllm.speculative_config, strlen(in->vllm.speculative_config),
                                    sc, err);
     }
     if (!old)
         return 0;
-    const char *f = in->speculative_model ? "--speculative-model" : "--num-speculative-tokens";
+    const char *f = in->vllm.speculative_model ? "--speculative-model" : "--num-speculative-tokens";
     if (ver >= SPEC_FLAGS_REMOVED)
         return hbm_err_set(err, "%s: removed in vLLM 0.8.3 (deprecated since 0.8.0): give "
                                 FLAG " '{\"model\": \"%s\", \"num_speculative_tokens\": %lld}'",
-                           f, in->speculative_model ? in->speculative_model : "DRAFT",
-                           (long long)(in->num_speculative_tokens > 0
-                                           ? in->num_speculative_tokens : 1));
+                           f, in->vllm.speculative_model ? in->vllm.speculative_model : "DRAFT",
+                           (long long)(in->vllm.num_speculative_tokens > 0
+                                           ? in->vllm.num_speculative_tokens : 1));
     memset(sc, 0, sizeof *sc);
     sc->draft_tensor_parallel_size = HBM_UNKNOWN;
-    sc->num_speculative_tokens = in->num_speculative_tokens > 0 ? in->num_speculative_tokens
+    sc->num_speculative_tokens = in->vllm.num_speculative_tokens > 0 ? in->vllm.num_speculative_tokens
                                                                 : HBM_UNKNOWN;
-    if (in->speculative_model) {
-        if (strlen(in->speculative_model) >= sizeof sc->model)
+    if (in->vllm.speculative_model) {
+        if (strlen(in->vllm.speculative_model) >= sizeof sc->model)
             return hbm_err_set(err, "--speculative-model: longer than %zu characters",
                                sizeof sc->model - 1);
-        snprintf(sc->model, sizeof sc->model, "%s", in->speculative_model);
+        snprintf(sc->model, sizeof sc->model, "%s", in->vllm.speculative_model);
         snprintf(sc->method, sizeof sc->method, "%s", infer_method(sc->model));
     }
     /* no model: the method stays "" and the target's MTP layers decide */
@@ -380,8 +380,8 @@ int plan_spec_apply(const hbm_plan_input *in, plan_ctx *c, const plan_flags *f,
     s->num_speculative_tokens = sc.num_speculative_tokens;
     snprintf(s->method, sizeof s->method, "%s", sc.method[0] ? sc.method : "mtp");
     c->draft.tp = sc.draft_tensor_parallel_size > 0 ? sc.draft_tensor_parallel_size : 0;
-    const char *flag = in->speculative_config ? FLAG
-                       : in->speculative_model ? "--speculative-model"
+    const char *flag = in->vllm.speculative_config ? FLAG
+                       : in->vllm.speculative_model ? "--speculative-model"
                                                : "--num-speculative-tokens";
     int kind = method_kind(s->method);
     int rc = kind == DRAFT_MTP ? draft_from_mtp(flag, c, res, err)

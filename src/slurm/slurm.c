@@ -86,7 +86,7 @@ static void judge(const hbm_slurm_opts *o, const hbm_device *d, char *why, size_
         return;
     }
     if (d->verdict == HBM_VERDICT_UNACCOUNTED) {
-        hbm_fmt_size(size, sizeof size, hbm_device_unaccounted_bytes(d));
+        hbm_fmt_size(size, sizeof size, d->unaccounted_bytes);
         snprintf(why, n, "%s has %s used by no process (%.200s)", name, size, d->reason);
     }
 }

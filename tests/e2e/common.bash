@@ -1,6 +1,7 @@
 # The end-to-end tests' harness, sourced by every tests/e2e/*.sh (and tests/hw/).
 #
-# Tallying tests: check NAME CMD... records a pass or a failure; finish prints the tally and
+# Tallying tests: check NAME CMD... records a pass or a failure (a failure shows the command,
+# its exit status and output, and the files it read); finish prints the tally and
 # exits non-zero when anything failed; scratch gives a scratch directory and reaps what the
 # test started.
 # Stop-at-first-failure tests (run_*.sh): run_scratch gives a scratch directory $T and
@@ -9,14 +10,37 @@ HBM_PASSED=0
 HBM_FAILED=0
 
 check() {
-    local name=$1
+    # the locals' names are the harness's own: a checked function reads the test's globals
+    # (out, rc, ...), which a local of the same name would hide
+    local hbm_check_name=$1 hbm_check_out hbm_check_rc
     shift
-    if "$@"; then
+    hbm_check_out=$(mktemp)
+    "$@" >"$hbm_check_out" 2>&1
+    hbm_check_rc=$?
+    if [ "$hbm_check_rc" -eq 0 ]; then
         HBM_PASSED=$((HBM_PASSED + 1))
     else
         HBM_FAILED=$((HBM_FAILED + 1))
-        echo "FAIL: $name" >&2
+        echo "FAIL: $hbm_check_name" >&2
+        check_report "$hbm_check_out" "$hbm_check_rc" "$@" >&2
     fi
+    rm -f "$hbm_check_out"
+}
+
+# What a failed check expected and what it got: the command (its arguments are the
+# expectation: a pattern, a value, a bound), its exit status and output, and the head of every
+# file it was given (what the check read).
+check_report() {
+    local hbm_report_out=$1 hbm_report_rc=$2 hbm_report_arg
+    shift 2
+    printf '  expected: %s\n' "$(printf '%q ' "$@")"
+    printf '  got: exit %s\n' "$hbm_report_rc"
+    [ -s "$hbm_report_out" ] && sed -n '1,20s/^/  | /p' "$hbm_report_out"
+    for hbm_report_arg in "$@"; do
+        [ -f "$hbm_report_arg" ] && [ -r "$hbm_report_arg" ] || continue
+        printf '  got in %s:\n' "$hbm_report_arg"
+        head -c 4096 "$hbm_report_arg" | sed -n '1,20s/^/  | /p'
+    done
 }
 
 finish() {

@@ -42,7 +42,8 @@ out=$(ex "$tmp/missing.log" 2>&1); rc=$?
 check "unreadable log: exit 2" test $rc -eq 2
 check "unreadable log: names the file" grep -q "$tmp/missing.log" <<<"$out"
 out=$(ex "$tmp" 2>&1); rc=$?
-check "a directory: exit 2 with file:line" test $rc -eq 2 -a -n "$(grep -F "$tmp:1:" <<<"$out")"
+check "a directory: exit 2, refused unread, named" \
+    test $rc -eq 2 -a -n "$(grep -F "$tmp: a directory, not a regular file" <<<"$out")"
 
 out=$(ex - <"$LOGS/vllm_after_docker_rm.log"); rc=$?
 check "standard input: exit 1" test $rc -eq 1

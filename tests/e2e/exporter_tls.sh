@@ -8,13 +8,8 @@ set -u
 scratch
 . "$HBM_SRC/tests/e2e/lib/prometheus.bash"
 command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-fake_nvml
 GIB=1073741824
-cat >"$tmp/scenario.json" <<EOF
-{"driver_version": "550.54.15", "devices": [
- {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
-  "memory_total": $((80 * GIB)), "memory_used": $((7 * GIB)), "compute": []}]}
-EOF
+one_gpu 7
 mkdir "$tmp/web"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
     -keyout "$tmp/web/server.key" -out "$tmp/web/server.crt" -subj /CN=localhost \

@@ -2,7 +2,7 @@
 # The folders of src/ are one-way layers: scripts/layering.py reads the build's object files
 # (who defines and who uses each function), the #include lines and CMakeLists.txt, and
 # fails on an upward or undeclared use, an unused declared link, a cycle between folders,
-# two files calling each other, or an ARCHITECTURE.md table that disagrees with CMake.
+# files calling each other round a cycle of any length, or an ARCHITECTURE.md table that disagrees with CMake.
 # First the real tree, then small synthetic trees, each with one violation planted.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
@@ -82,6 +82,21 @@ printf 'int b_f(void);\nint a_f(int n) { return n ? b_f() : 0; }\n' >"$tmp/pair/
 printf 'int a_f(int);\nint b_f(void) { return a_f(0); }\n' >"$tmp/pair/src/low/b.c"
 check "two files calling each other fail" \
     fails pair "src/low/a.c and src/low/b.c call each other: src/low/a.c calls b_f"
+
+tree "$tmp/ring"
+printf 'int b_f(void);\nint a_f(int n) { return n ? b_f() : 0; }\n' >"$tmp/ring/src/low/a.c"
+printf 'int c_f(void);\nint b_f(void) { return c_f(); }\n' >"$tmp/ring/src/low/b.c"
+printf 'int a_f(int);\nint c_f(void) { return a_f(0); }\n' >"$tmp/ring/src/low/c.c"
+check "three files calling round a cycle fail" fails ring \
+    "files call each other round a cycle: src/low/a.c -> src/low/b.c -> src/low/c.c -> src/low/a.c"
+
+tree "$tmp/chain"
+printf 'int b_f(void);\nint a_f(void) { return b_f(); }\n' >"$tmp/chain/src/low/a.c"
+printf 'int c_f(void);\nint b_f(void) { return c_f(); }\n' >"$tmp/chain/src/low/b.c"
+printf 'int c_f(void) { return 3; }\n' >"$tmp/chain/src/low/c.c"
+build "$tmp/chain"
+check "a chain of calls without a cycle passes" \
+    python3 "$checker" "$tmp/chain" "$tmp/chain/build"
 
 tree "$tmp/doc"
 sed -i 's/| h | low |/| h | low, libm |/' "$tmp/doc/docs/ARCHITECTURE.md"

@@ -40,8 +40,11 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 for k in ["fits", "errors", "weights_bytes", "activation_bytes", "non_torch_bytes", "graph_bytes",
           "kv_cache_bytes", "kv_bytes_per_token", "block_size", "num_blocks", "kv_cache_tokens",
-          "max_concurrency", "recommendations", "vllm_args"]:
+          "max_concurrency", "recommendations", "launch_line", "vllm_args"]:
     assert k in j, k
+# launch_line is the engine's own launch; vllm_args, its older name, says the same this release
+assert j["launch_line"] == j["vllm_args"] and j["launch_line"].startswith("vllm serve ")
+assert all(r["launch_line"] == r["vllm_args"] for r in j["recommendations"])
 assert j["fits"] is False
 assert j["errors"][0]["kind"] == "max_model_len"
 assert j["kv_bytes_per_token"] == 64 * 2 * 8 * 128 * 2
@@ -161,13 +164,76 @@ hbm plan "$fix/qwen3-0.6b" >"$tmp/out" 2>"$tmp/err"
 check "no device exits 2" test $? -eq 2
 hbm plan "$fix/qwen3-0.6b" --device H100-80G --gpu-memory-utilization 1.7 >"$tmp/out" 2>"$tmp/err"
 check "bad flag exits 2" test $? -eq 2
-# a release the rules do not know is refused, naming the range
-for v in 9.9 0.1; do
-    hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v >"$tmp/out" 2>"$tmp/err"
-    check "version $v exits 2" test $? -eq 2
-    check "version $v: range named" grep -q "vLLM $v is outside the releases the rules know (0.6.0 to 0.23.x)" "$tmp/err"
-    check "version $v: nothing planned" test ! -s "$tmp/out"
+# a release newer than the rules is planned with the newest rules, exit 0, and says so (text,
+# JSON's rules_version and a note); the same for SGLang's and vllm-ascend's releases; only an
+# older release or a word that is no version is refused (exit 2), naming the range
+newest=$(hbm plan "$fix/qwen3-0.6b" --device H100-80G --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["rules_version"])')
+for v in 9.9.9 1.0 0.99.1rc2; do
+    hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v --json >"$tmp/j" 2>"$tmp/err"
+    check "version $v plans (exit 0)" test $? -eq 0
+    check "version $v: newest rules, said so" python3 - "$tmp/j" "$v" "$newest" <<'EOF2'
+import json, sys
+j, v, newest = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+assert j["rules_version"] == newest == j["vllm_version"], (j["rules_version"], newest)
+assert j["engine_version"] == v and j["rules_newer"] is True
+assert any(n.startswith("vLLM %s is newer than the releases the rules know" % v)
+           for n in j["notes"]), j["notes"]
+assert j["kv_cache_tokens"] > 0
+EOF2
+    hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v >"$tmp/out"
+    check "version $v: the text says so" bash -c 'tr -s "\n " "  " <"$1" | grep -qF "rules $2 ($3 is newer: the newest rules)"' _ "$tmp/out" "$newest" "$v"
 done
+# the same figures as the newest rules given by name
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version 9.9.9 --json >"$tmp/j1"
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version "$newest" --json >"$tmp/j2"
+check "9.9.9 plans as the newest" python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); assert a["kv_cache_tokens"]==b["kv_cache_tokens"] and b["rules_newer"] is False' "$tmp/j1" "$tmp/j2"
+hbm plan "$fix/qwen3-8b" --device 910B4 --vllm-version 9.1.0 >"$tmp/out" 2>"$tmp/err"
+check "vllm-ascend newer plans (exit 0 or 1)" test $? -le 1
+check "vllm-ascend newer: said so" grep -q "vllm-ascend 9.1.0 is newer than the releases" "$tmp/out"
+# SGLang's defaults change in patch releases: a later patch is newer too
+for v in 0.9.0 0.5.18; do
+    hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version $v >"$tmp/out" 2>"$tmp/err"
+    check "SGLang $v plans" test $? -le 1
+    check "SGLang $v: said so" grep -q "SGLang $v is newer than the releases" "$tmp/out"
+done
+hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version 0.5.4 >"$tmp/out" 2>"$tmp/err"
+check "SGLang 0.5.4: its own rules, no note" bash -c '! grep -q "is newer than" "$1"' _ "$tmp/out"
+for v in 0.1 0.5.4; do
+    hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version $v >"$tmp/out" 2>"$tmp/err"
+    check "older version $v exits 2" test $? -eq 2
+    check "older version $v: range named" grep -q "vLLM $v is older than the releases the rules know (0.6.0 to $(echo "$newest" | cut -d. -f1,2).x" "$tmp/err"
+    check "older version $v: nothing planned" test ! -s "$tmp/out"
+done
+hbm plan "$fix/qwen3-8b" --device H100-80G --engine sglang --engine-version 0.1.9 >"$tmp/out" 2>"$tmp/err"
+check "older SGLang exits 2" test $? -eq 2
+hbm plan "$fix/qwen3-0.6b" --device H100-80G --vllm-version latest >"$tmp/out" 2>"$tmp/err"
+check "not a version exits 2" test $? -eq 2
+check "not a version: said so" grep -q '"latest" is not a version like' "$tmp/err"
+
+# a model_type the rules do not know is planned as a generic decoder and said so; a config
+# that names no transformer numbers is still refused (exit 2)
+mkdir -p "$tmp/newarch" "$tmp/noarch"
+python3 - "$fix/qwen3-8b/config.json" "$tmp/newarch/config.json" <<'EOF2'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["model_type"], c["architectures"] = "zeta_next", ["ZetaNextForCausalLM"]
+json.dump(c, open(sys.argv[2], "w"))
+EOF2
+echo '{"model_type": "zeta_next", "d_state": 16}' >"$tmp/noarch/config.json"
+hbm plan "$tmp/newarch" --device H100-80G --json >"$tmp/j"
+check "unknown model_type plans (exit 0)" test $? -eq 0
+hbm plan "$fix/qwen3-8b" --device H100-80G --json >"$tmp/j2"
+check "unknown model_type: generic, noted, same figures as its numbers" python3 - "$tmp/j" "$tmp/j2" <<'EOF2'
+import json, sys
+j, k = (json.load(open(f)) for f in sys.argv[1:])
+assert j["model"]["generic"] is True and k["model"]["generic"] is False
+assert j["model"]["model_type"] == "zeta_next"
+assert any('model_type "zeta_next" is not one the rules were checked against' in n
+           for n in j["notes"]), j["notes"]
+assert j["kv_cache_tokens"] == k["kv_cache_tokens"] > 0
+EOF2
+hbm plan "$tmp/noarch" --device H100-80G >"$tmp/out" 2>"$tmp/err"
+check "no transformer numbers exits 2" test $? -eq 2
 
 # given a config.json, vllm serve gets its directory, in the command and in every change
 hbm plan "$fix/qwen3-32b/config.json" --device H100-80G --max-model-len 40960 --json >"$tmp/j"

@@ -3,7 +3,9 @@
 # listener of its own on N), reads its /metrics twice --progress-interval apart and reports
 # server-stalled with the counters as evidence when work waits and no token came; nothing
 # when tokens advance; server-progress-unknown when the page cannot be read. With no server
-# to ask it does not wait. The host is a root prefix showing only this test's processes.
+# to ask it does not wait. The two samples are part of the observation: `hbmctl snapshot`
+# keeps them, and `doctor --snapshot` gives the findings the live doctor gave. The host is a
+# root prefix showing only this test's processes.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 . "$HBM_SRC/tests/e2e/lib/engine.bash"
@@ -31,6 +33,24 @@ check "evidence: the counters" has '.id == "server-stalled" and .evidence.runnin
 jq -r '.findings[] | select(.id == "server-stalled") | .summary' "$tmp/d.json" | sed 's/^/  /'
 "$HBMCTL" doctor --root "$tmp/root" --progress-interval 1s >"$tmp/d.txt"
 check "human output names the stall" grep -q "server-stalled" "$tmp/d.txt"
+
+# The same observation written down, then judged anywhere: the same findings, the stall
+# included (doctor reads the samples the snapshot carries; it asks no server).
+"$HBMCTL" snapshot --root "$tmp/root" --progress-interval 1s -o "$tmp/s.json"
+check "snapshot keeps the server's two samples" \
+    test "$(jq '[.servers[] | select(.pid == '"$engine_pid"' and .up and
+                 .engines[0].state == "stalled")] | length' "$tmp/s.json")" = 1
+check "snapshot records the interval" test "$(jq '.servers_interval_seconds' "$tmp/s.json")" = 1
+"$HBMCTL" doctor --root "$tmp/root" --json --progress-interval 1s >"$tmp/live.json"
+kill -STOP "$engine_pid" # a replay must not ask the server: stopped, it could not answer
+"$HBMCTL" doctor --snapshot "$tmp/s.json" --json >"$tmp/replay.json"
+kill -CONT "$engine_pid"
+ids() { jq -c '[.findings[] | {id, severity, device, summary: (.summary | sub("[0-9]+s"; "Ns"))}]' "$1"; }
+check "doctor --snapshot: server-stalled replayed" \
+    test "$(jq '[.findings[] | select(.id == "server-stalled")] | length' "$tmp/replay.json")" = 1
+check "doctor --snapshot: the live doctor's findings" test "$(ids "$tmp/live.json")" = "$(ids "$tmp/replay.json")"
+ev() { jq -c '.findings[] | select(.id == "server-stalled") | .evidence | del(.seconds_without_token)' "$1"; }
+check "replayed evidence: the live doctor's counters" test "$(ev "$tmp/live.json")" = "$(ev "$tmp/replay.json")"
 
 control '{"running": 3, "waiting": 12, "mode": "advance"}'
 doctor --progress-interval 1s

@@ -7,6 +7,8 @@
  *   {"driver_version": "24.1.rc2",
  *    "init_error": -8005,                 optional: dcmi_init fails with this code
  *    "errors": {"dcmi_get_x": -8255},     forced return code of a call, every chip
+ *    "hang": {"dcmi_get_x": 3600},        that call blocks this many seconds (-1: for
+ *                                         ever) before answering: a wedged driver
  *    "topology": [[0, 3], [3, 0]],        topo code per pair of chips in list order
  *                                         (absent: NOT_SUPPORT, as on 310P)
  *    "cards": [{"card_id": 32768,
@@ -28,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fake_hang.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -113,6 +117,7 @@ static json_t *chip(int card_id, int device_id, const char *fn, int *rc)
     *rc = DCMI_ERR_CODE_INVALID_DEVICE_ID;
     if (!g_scn)
         return NULL;
+    fake_hang(g_scn, fn);
     json_t *c = card_json(card_id);
     json_t *ch = json_array_get(json_object_get(c, "chips"), (size_t)device_id);
     if (!ch || device_id < 0)
@@ -135,6 +140,7 @@ EXPORT int dcmi_init(void)
         fprintf(stderr, "fake DCMI: %s:%d: %s\n", path, je.line, je.text);
         return DCMI_ERR_CODE_INNER_ERR;
     }
+    fake_hang(s, "dcmi_init");
     int ie = (int)num(s, "init_error", 0);
     if (ie) {
         json_decref(s);
@@ -167,6 +173,7 @@ static int card_list(int *card_num, int *card_list, int list_len)
 {
     if (!g_scn)
         return DCMI_ERR_CODE_INNER_ERR;
+    fake_hang(g_scn, "dcmi_get_card_list");
     json_t *cards = json_object_get(g_scn, "cards");
     int n = (int)json_array_size(cards);
     if (n > list_len)

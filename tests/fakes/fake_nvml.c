@@ -8,6 +8,8 @@
  *    "init_error": 9,                      optional: nvmlInit fails with this code
  *    "process_entry_size": 24 | 32,        bytes per entry the _v3 process calls write
  *    "errors": {"nvmlDeviceGetX": 3},      forced return code of a call, every device
+ *    "hang": {"nvmlDeviceGetX": 3600},     that call blocks this many seconds (-1: for
+ *                                          ever) before answering: a wedged driver
  *    "topology": [[0, 10], [10, 0]],       nvmlGpuTopologyLevel_t per pair (absent: the
  *                                          call answers NOT_SUPPORTED)
  *    "release_on_exit": true,              optional: as a real driver does, a listed process
@@ -32,6 +34,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
+
+#include "fake_hang.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -141,6 +145,7 @@ static nvmlReturn_t enter(nvmlDevice_t d, const char *fn)
     json_t *dj = dev_json(d);
     if (!dj)
         return NVML_ERROR_INVALID_ARGUMENT;
+    fake_hang(g_scn, fn);
     if (json_is_true(json_object_get(dj, "lost")))
         return NVML_ERROR_GPU_IS_LOST;
     return forced(d, fn);
@@ -213,6 +218,7 @@ static nvmlReturn_t do_init(void)
         fprintf(stderr, "fake NVML: %s:%d: %s\n", path, je.line, je.text);
         return NVML_ERROR_UNKNOWN;
     }
+    fake_hang(s, "nvmlInit_v2");
     long long ie = num(s, "init_error", 0);
     if (ie) {
         json_decref(s);

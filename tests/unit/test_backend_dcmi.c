@@ -33,7 +33,7 @@ static void observe(hbm_obs *obs)
 {
     hbm_err err = {{0}};
     hbm_obs_init(obs);
-    int rc = hbm_backend_dcmi.observe(obs, &err);
+    int rc = hbm_backend_dcmi.observe(obs, 5, &err);
     unlink(scn_path);
     if (rc != 0)
         fail_msg("observe: %s", err.msg);
@@ -286,7 +286,7 @@ static void test_init_failure_and_absence(void **state)
     hbm_obs_init(&obs);
     hbm_err err = {{0}};
     assert_int_equal(hbm_backend_dcmi.available(&err), 1);
-    assert_int_equal(hbm_backend_dcmi.observe(&obs, &err), -1);
+    assert_int_equal(hbm_backend_dcmi.observe(&obs, 5, &err), -1);
     unlink(scn_path);
     assert_non_null(strstr(err.msg, "-8008"));
     assert_non_null(strstr(err.msg, "device does not exist"));

@@ -509,6 +509,54 @@ static void test_clean_host(void **state)
     hbm_obs_free(&obs);
 }
 
+/* Every value of the rule enum has its registry entry filled in (a designated initializer
+ * left out would leave a hole of NULLs the length check cannot see), ids unique. */
+static void test_registry_complete(void **state)
+{
+    (void)state;
+    size_t n = hbm_doctor_nrules();
+    assert_true(n >= 19);
+    for (size_t i = 0; i < n; i++) {
+        const hbm_doctor_rule *r = hbm_doctor_rule_at(i);
+        assert_non_null(r->id);
+        assert_non_null(r->severity);
+        assert_non_null(r->when);
+        assert_non_null(r->evidence);
+        assert_non_null(r->remedy);
+        assert_non_null(r->clean);
+        for (size_t k = 0; k < i; k++)
+            assert_string_not_equal(hbm_doctor_rule_at(k)->id, r->id);
+    }
+    assert_null(hbm_doctor_rule_at(n));
+}
+
+/* The baseline doctor quotes is the one the verdict used: three idle peers sit 1 GiB above
+ * the table's value, so the verdict learns theirs, and the finding says so (not the table's). */
+static void test_refined_baseline(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    host_on(&obs);
+    int64_t table = hbm_verdict_baseline("910B3", HBM_VENDOR_ASCEND, 64 * HBM_GIB);
+    assert_true(table > 0);
+    for (int i = 0; i < 3; i++)
+        npu(&obs, i, 0)->memory_used_bytes = table + HBM_GIB;
+    npu(&obs, 3, 20);
+    hbm_verdict_apply(&obs);
+    assert_int_equal(obs.devs[3].verdict, HBM_VERDICT_UNACCOUNTED);
+    assert_int_equal(obs.devs[3].baseline_bytes, table + HBM_GIB);
+    hbm_findings f;
+    hbm_doctor_findings(&obs, NULL, &f);
+    const hbm_finding *u = find(&f, "unaccounted-memory", 0);
+    assert_int_equal(json_integer_value(json_object_get(u->evidence, "baseline_bytes")),
+                     table + HBM_GIB);
+    assert_int_equal(json_integer_value(json_object_get(u->evidence, "unaccounted_bytes")),
+                     obs.devs[3].unaccounted_bytes);
+    hbm_findings_free(&f);
+    hbm_obs_free(&obs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +570,8 @@ int main(void)
         cmocka_unit_test(test_orphaned_worker_port),
         cmocka_unit_test(test_no_device_source),
         cmocka_unit_test(test_clean_host),
+        cmocka_unit_test(test_registry_complete),
+        cmocka_unit_test(test_refined_baseline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

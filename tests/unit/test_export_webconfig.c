@@ -31,9 +31,9 @@ static void test_accepts(void **state)
     assert_string_equal(w.key_file, "it's.key");
     assert_int_equal(w.nusers, 2);
     assert_string_equal(w.users[1].name, "x#y");
-    assert_true(hbm_webconfig_check(&w, "prom", "s3cret"));
-    assert_false(hbm_webconfig_check(&w, "prom", "s3cret "));
-    assert_false(hbm_webconfig_check(&w, "nobody", "s3cret"));
+    assert_int_equal(hbm_webconfig_check(&w, "prom", "s3cret"), 0);
+    assert_int_equal(hbm_webconfig_check(&w, "prom", "s3cret "), -1);
+    assert_int_equal(hbm_webconfig_check(&w, "nobody", "s3cret"), -1);
 }
 
 static void refused(const char *text, const char *want)
@@ -59,6 +59,10 @@ static void test_refuses(void **state)
     refused("tls_server_config: {cert_file: x}\n", "tls_server_config: want a mapping below it");
     refused("basic_auth_users:\n  a: [1]\n", "basic_auth_users.a: want a plain or quoted string");
     refused("basic_auth_users:\n  a:b\n", "web.yml:2: want 'key: value'");
+    /* a file that secures nothing: no users, no TLS (comments, empty sections) */
+    refused("", "web.yml: enables neither TLS (tls_server_config) nor basic auth");
+    refused("# all commented out\n# basic_auth_users:\n", "web.yml: enables neither");
+    refused("tls_server_config:\nbasic_auth_users:\n", "web.yml: enables neither");
 }
 
 int main(void)

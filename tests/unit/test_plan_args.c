@@ -169,6 +169,31 @@ static void test_devices(void **state)
     d = hbm_plan_device_match("Ascend910B3", -1);
     assert_string_equal(d->name, "910B3");
     assert_null(hbm_plan_device_match("Tesla T4", 15360LL << 20));
+    /* current cards by the names their drivers give: each its own row, never a neighbour's */
+    static const struct {
+        const char *driver, *row;
+        int64_t mib;
+    } cards[] = {
+        {"NVIDIA GeForce RTX 5090", "5090", 32607},
+        {"NVIDIA GeForce RTX 5080", "5080", 16303},
+        {"NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTXPRO6000", 97887},
+        {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTXPRO6000", 97887},
+        {"NVIDIA RTX 6000 Ada Generation", "RTX6000Ada", 46068},
+        {"AMD Instinct MI355X", "MI355X", 294896},
+        {"Ascend910B3", "910B3", 65536},
+        {"Ascend910_93", "910C", 65536},
+    };
+    for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
+        d = hbm_plan_device_match(cards[i].driver, cards[i].mib << 20);
+        if (!d || strcmp(d->name, cards[i].row))
+            fail_msg("%s: row %s, want %s", cards[i].driver, d ? d->name : "none",
+                     cards[i].row);
+    }
+    /* the 64 GB Atlas A2 and A3 chips: the total vllm-ascend prints */
+    assert_int_equal(hbm_plan_device_find("910B3")->total_bytes, 65452113920LL);
+    assert_int_equal(hbm_plan_device_find("910C")->total_bytes, 65452113920LL);
+    assert_true(hbm_plan_device_find("RTXPRO6000")->large_class);
+    assert_false(hbm_plan_device_find("5090")->large_class);
     d = hbm_plan_device_find("h100-80g");
     assert_non_null(d);
     assert_true(fabs((double)d->total_bytes / 1073741824.0 - 79.18) < 0.005);

@@ -27,7 +27,7 @@ static hbm_plan_input chip_input(const char *model, const char *device, const ch
     in.device_name = d->name;
     in.platform = d->platform;
     in.mem_total_bytes = d->total_bytes;
-    in.vllm_version = version;
+    in.engine_version = version;
     in.max_model_len = 4096;
     return in;
 }
@@ -111,13 +111,13 @@ static void test_offline_batch_defaults(void **state)
     in.model_path = "tests/fixtures/models/qwen3-0.6b";
     in.platform = HBM_PLAN_PLATFORM_ASCEND;
     in.mem_total_bytes = (int64_t)(43.24 * GIB);
-    in.vllm_version = "0.22.1";
+    in.engine_version = "0.22.1";
     in.max_model_len = 4096;
     int64_t seqs[] = {1, HBM_UNKNOWN}, want[][2] = {{2048, 4096}, {2048, 8192}};
     for (int k = 0; k < 2; k++)
         for (int offline = 0; offline < 2; offline++) {
             in.max_num_seqs = seqs[k];
-            in.llm_class = offline;
+            in.vllm.llm_class = offline;
             hbm_plan_result r = plan_ok(&in);
             assert_int_equal(r.max_num_batched_tokens, want[k][offline]);
             hbm_plan_result_free(&r);
@@ -139,7 +139,7 @@ static void test_moe_sampling_note(void **state)
         in.model_path = path;
         in.platform = HBM_PLAN_PLATFORM_ASCEND;
         in.mem_total_bytes = (int64_t)(61.27 * GIB);
-        in.vllm_version = ver[k];
+        in.engine_version = ver[k];
         in.tensor_parallel_size = 4;
         in.max_model_len = 4096;
         hbm_plan_result r = plan_ok(&in);

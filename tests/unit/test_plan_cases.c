@@ -111,14 +111,14 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
     json_t *fr = json_object_get(c, "free_gib");
     if (json_is_number(fr))
         in->mem_free_bytes = (int64_t)(json_number_value(fr) * GIB);
-    in->vllm_version = str(c, "version");
+    in->engine_version = str(c, "version");
     const char *sampler = str(c, "sampler");
     if (sampler && strcmp(sampler, "torch") && strcmp(sampler, "flashinfer"))
         fail_msg("%s: sampler is torch or flashinfer, not %s", where, sampler);
     if (sampler)
-        in->sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
+        in->vllm.sampler = !strcmp(sampler, "torch") ? HBM_PLAN_SAMPLER_TORCH
                                                  : HBM_PLAN_SAMPLER_FLASHINFER;
-    in->llm_class = json_is_true(json_object_get(c, "offline"));
+    in->vllm.llm_class = json_is_true(json_object_get(c, "offline"));
     json_t *args = json_object_get(c, "args");
     *argc = 0;
     size_t i;
@@ -342,6 +342,102 @@ static void test_cases(void **state)
     free(doc);
 }
 
+/* The release (major.minor) of case `id` in any file of CASES, -1 when there is none. */
+static int case_minor(const char *id)
+{
+    DIR *d = opendir(CASES);
+    assert_non_null(d);
+    struct dirent *e;
+    int found = -1;
+    while (found < 0 && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 6 || strcmp(e->d_name + l - 6, ".jsonl"))
+            continue;
+        char p[512], line[8192];
+        snprintf(p, sizeof p, CASES "%s", e->d_name);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        while (found < 0 && fgets(line, sizeof line, f)) {
+            json_t *c = json_loads(line, 0, NULL);
+            int ma, mi;
+            if (c && str(c, "id") && !strcmp(str(c, "id"), id) && str(c, "version") &&
+                sscanf(str(c, "version"), "%d.%d", &ma, &mi) == 2)
+                found = ma * 100 + mi;
+            json_decref(c);
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The table of releases in the doc: in order, its newest row is the planner's newest rules,
+ * and that row names at least one case, each a start-up of that very release. A new
+ * release's rules cannot land without a start-up that checks them. */
+static void test_release_table(void **state)
+{
+    (void)state;
+    char *doc = NULL;
+    size_t len;
+    hbm_err err = {{0}};
+    if (hbm_read_file(DOC, 1 << 22, &doc, &len, &err) < 0)
+        fail_msg("%s", err.msg);
+    char *b = strstr(doc, "<!-- releases -->");
+    char *end = b ? strstr(b, "<!-- end releases -->") : NULL;
+    if (!end)
+        fail_msg("%s has no \"<!-- releases -->\" ... \"<!-- end releases -->\" table", DOC);
+    *end = 0;
+    int last = -1, order = -1, rows = 0;
+    char cases[512] = "";
+    for (char *l = strstr(b, "\n| vLLM "); l; l = strstr(l + 1, "\n| vLLM ")) {
+        int ma, mi, pa;
+        if (sscanf(l, "\n| vLLM %d.%d.%d", &ma, &mi, &pa) != 3)
+            fail_msg("%s: a release row without a version: %.60s", DOC, l + 1);
+        if (ma * 10000 + mi * 100 + pa <= order)
+            fail_msg("%s: release rows out of order at %d.%d.%d", DOC, ma, mi, pa);
+        order = ma * 10000 + mi * 100 + pa;
+        last = ma * 100 + mi;
+        rows++;
+        char *eol = strchr(l + 1, '\n'), *cell = eol ? eol : l + strlen(l);
+        while (cell > l && cell[-1] != '|')
+            cell--;
+        char *cell_end = cell; /* the last cell: between the last two bars */
+        cell--;
+        while (cell > l && cell[-1] != '|')
+            cell--;
+        snprintf(cases, sizeof cases, "%.*s", (int)(cell_end - 1 - cell), cell);
+    }
+    assert_true(rows >= 5);
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = FIX "qwen3-0.6b";
+    in.platform = HBM_PLAN_PLATFORM_CUDA;
+    in.mem_total_bytes = (int64_t)(79.18 * GIB);
+    hbm_plan_result r;
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    int ma = 0, mi = 0;
+    assert_int_equal(sscanf(r.rules_version, "%d.%d", &ma, &mi), 2);
+    hbm_plan_result_free(&r);
+    if (ma * 100 + mi != last)
+        fail_msg("%s: the newest release in the table is %d.%d, the planner's newest rules %d.%d",
+                 DOC, last / 100, last % 100, ma, mi);
+    int named = 0;
+    for (char *id = strtok(cases, ", "); id; id = strtok(NULL, ", ")) {
+        if (!strcmp(id, "-"))
+            continue;
+        int v = case_minor(id);
+        if (v != last)
+            fail_msg("%s: case %s of release %d.%d is %s", DOC, id, last / 100, last % 100,
+                     v < 0 ? "not in " CASES : "of another release");
+        named++;
+    }
+    if (!named)
+        fail_msg("%s: the newest release, %d.%d, has no start-up case", DOC, last / 100,
+                 last % 100);
+    printf("newest release %d.%d: %d case(s)\n", last / 100, last % 100, named);
+    free(doc);
+}
+
 /* vllm-cases line 15 (device not stated): only the bytes -> tokens step can be checked,
  * with vLLM's own logged budget given as --kv-cache-memory-bytes. */
 static void test_bytes_to_tokens(void **state)
@@ -352,7 +448,7 @@ static void test_bytes_to_tokens(void **state)
     in.model_path = FIX "qwen3-14b";
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(79.18 * GIB);
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     in.max_model_len = 32768;
     in.kv_cache_memory_bytes = (int64_t)(6.51 * GIB);
     hbm_plan_result r;
@@ -408,7 +504,7 @@ static void test_mla_needed(void **state)
     in.model_path = FIX "deepseek-v2-lite-chat";
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(22.0 * GIB);
-    in.vllm_version = "0.8.3";
+    in.engine_version = "0.8.3";
     in.tensor_parallel_size = 2;
     in.max_model_len = 32768;
     in.kv_cache_memory_bytes = (int64_t)(0.93 * GIB);
@@ -429,6 +525,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_release_table),
         cmocka_unit_test(test_bytes_to_tokens),
         cmocka_unit_test(test_precheck_message),
         cmocka_unit_test(test_mla_needed),

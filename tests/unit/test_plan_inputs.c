@@ -86,42 +86,77 @@ static void test_device_memory(void **state)
     assert_non_null(strstr(err.msg, "NVIDIA H100 80GB HBM3"));
 }
 
-static int run_version(const char *v, hbm_plan_platform platform, hbm_err *err)
+/* Plans qwen3-0.6b for release v; r is freed by the caller. */
+static int run_version(const char *v, hbm_plan_platform platform, hbm_plan_result *r,
+                       hbm_err *err)
 {
     hbm_plan_input in;
     hbm_plan_input_init(&in);
     in.model_path = "tests/fixtures/models/qwen3-0.6b";
     in.platform = platform;
     in.mem_total_bytes = (int64_t)(64 * GIB);
-    in.vllm_version = v;
-    hbm_plan_result r;
-    int rc = hbm_plan_run(&in, &r, err);
-    hbm_plan_result_free(&r);
-    return rc;
+    in.engine_version = v;
+    return hbm_plan_run(&in, r, err);
 }
 
 static void test_versions(void **state)
 {
     (void)state;
     hbm_err err = {{0}};
+    hbm_plan_result r, newest;
+    assert_int_equal(run_version(NULL, HBM_PLAN_PLATFORM_CUDA, &newest, &err), 0);
+    assert_false(newest.rules_newer);
+    assert_string_equal(newest.engine_version, "");
+    char range[64];
+    snprintf(range, sizeof range, "0.6.0 to %.*s.x",
+             (int)(strrchr(newest.rules_version, '.') - newest.rules_version),
+             newest.rules_version);
     const char *known[] = {"0.6.0", "0.6.4", "0.10.1.1", "v0.11.0", "0.23", "0.23.7"};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (run_version(known[i], HBM_PLAN_PLATFORM_CUDA, &err) < 0)
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (run_version(known[i], HBM_PLAN_PLATFORM_CUDA, &r, &err) < 0)
             fail_msg("%s: %s", known[i], err.msg);
-    const char *made_up[] = {"9.9", "0.1", "0.5.9", "0.24.0", "1.0"};
-    for (size_t i = 0; i < sizeof made_up / sizeof made_up[0]; i++) {
-        assert_int_equal(run_version(made_up[i], HBM_PLAN_PLATFORM_CUDA, &err), -1);
-        printf("%s\n", err.msg);
-        assert_non_null(strstr(err.msg, made_up[i]));
-        assert_non_null(strstr(err.msg, "0.6.0 to 0.23.x"));
+        assert_false(r.rules_newer);
+        assert_string_equal(r.rules_version, r.vllm_version);
+        hbm_plan_result_free(&r);
     }
-    /* vllm-ascend began with 0.7 */
-    assert_int_equal(run_version("0.6.4", HBM_PLAN_PLATFORM_ASCEND, &err), -1);
+    /* newer than the rules: the newest rules, the same figures, and said so */
+    const char *newer[] = {"9.9.9", "1.0", "0.99.0rc1", "v2.3.4"};
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++) {
+        if (run_version(newer[i], HBM_PLAN_PLATFORM_CUDA, &r, &err) < 0)
+            fail_msg("%s: %s", newer[i], err.msg);
+        assert_true(r.rules_newer);
+        assert_string_equal(r.engine_version, newer[i]);
+        assert_string_equal(r.rules_version, newest.rules_version);
+        assert_int_equal(r.kv_cache_tokens, newest.kv_cache_tokens);
+        assert_non_null(strstr(r.notes[0], "is newer than the releases the rules know"));
+        hbm_plan_result_free(&r);
+    }
+    /* older ones are refused, naming the range */
+    const char *older[] = {"0.1", "0.5.9", "0.0.1"};
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++) {
+        assert_int_equal(run_version(older[i], HBM_PLAN_PLATFORM_CUDA, &r, &err), -1);
+        hbm_plan_result_free(&r);
+        assert_non_null(strstr(err.msg, older[i]));
+        assert_non_null(strstr(err.msg, range));
+    }
+    /* vllm-ascend began with 0.7; a newer one gets the newest rules */
+    assert_int_equal(run_version("0.6.4", HBM_PLAN_PLATFORM_ASCEND, &r, &err), -1);
+    hbm_plan_result_free(&r);
     assert_non_null(strstr(err.msg, "vllm-ascend 0.6.4"));
-    assert_non_null(strstr(err.msg, "0.7.0 to 0.23.x"));
-    assert_int_equal(run_version("0.7.3", HBM_PLAN_PLATFORM_ASCEND, &err), 0);
-    assert_int_equal(run_version("zero", HBM_PLAN_PLATFORM_CUDA, &err), -1);
-    assert_non_null(strstr(err.msg, "not a version"));
+    assert_non_null(strstr(err.msg, "0.7.0 to "));
+    assert_int_equal(run_version("0.7.3", HBM_PLAN_PLATFORM_ASCEND, &r, &err), 0);
+    hbm_plan_result_free(&r);
+    assert_int_equal(run_version("5.0.0", HBM_PLAN_PLATFORM_ASCEND, &r, &err), 0);
+    assert_true(r.rules_newer);
+    assert_non_null(strstr(r.notes[0], "vllm-ascend 5.0.0 is newer"));
+    hbm_plan_result_free(&r);
+    const char *bad[] = {"zero", "100.0", "0.100.0", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run_version(bad[i], HBM_PLAN_PLATFORM_CUDA, &r, &err), -1);
+        hbm_plan_result_free(&r);
+        assert_non_null(strstr(err.msg, "not a version"));
+    }
+    hbm_plan_result_free(&newest);
 }
 
 /* Plans path (not fitting, so recommendations exist) and checks that the whole flag line and
@@ -140,12 +175,12 @@ static void check_served(const char *path, const char *want, const char *note)
         fail_msg("%s: %s", path, err.msg);
     char prefix[1200];
     snprintf(prefix, sizeof prefix, "vllm serve %s --", want);
-    printf("%s -> %s\n", path, r.vllm_args);
-    assert_int_equal(strncmp(r.vllm_args, prefix, strlen(prefix)), 0);
+    printf("%s -> %s\n", path, r.launch_line);
+    assert_int_equal(strncmp(r.launch_line, prefix, strlen(prefix)), 0);
     assert_false(r.fits);
     assert_true(r.nrecs > 0);
     for (size_t i = 0; i < r.nrecs; i++)
-        assert_int_equal(strncmp(r.recs[i].vllm_args, prefix, strlen(prefix)), 0);
+        assert_int_equal(strncmp(r.recs[i].launch_line, prefix, strlen(prefix)), 0);
     bool noted = false;
     for (size_t i = 0; i < r.nnotes; i++)
         noted |= note && strstr(r.notes[i], note) != NULL;
@@ -214,7 +249,7 @@ static void test_served_model(void **state)
     in.mem_total_bytes = (int64_t)(80 * GIB);
     hbm_plan_result r;
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
-    assert_int_equal(strncmp(r.vllm_args, "vllm serve Qwen/Qwen3-14B --", 28), 0);
+    assert_int_equal(strncmp(r.launch_line, "vllm serve Qwen/Qwen3-14B --", 28), 0);
     hbm_plan_result_free(&r);
 }
 

@@ -73,7 +73,7 @@ static void test_fixed_budget_blocks(void **state)
     /* --kv-cache-memory-bytes: blocks = bytes / page / layers, tokens = blocks x 16 */
     hbm_plan_input in = base(FIX "llama-3.1-8b-instruct");
     in.max_model_len = 8192;
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     in.kv_cache_memory_bytes = 10LL << 30;
     hbm_plan_result r;
     run(&in, &r);
@@ -83,7 +83,7 @@ static void test_fixed_budget_blocks(void **state)
     assert_true(fabs(r.max_concurrency - (double)r.num_blocks / 512.0) < 1e-9);
     hbm_plan_result_free(&r);
     /* newest rules print tokens as concurrency x max_model_len */
-    in.vllm_version = NULL;
+    in.engine_version = NULL;
     in.max_model_len = 8000;
     run(&in, &r);
     assert_int_equal(r.kv_cache_tokens, (int64_t)((double)r.num_blocks / 500.0 * 8000));
@@ -146,7 +146,7 @@ static void test_hybrid_linear(void **state)
     in.kv_cache_memory_bytes = 20LL << 30;
     /* 0.10.2-0.20 printed blocks // groups x block */
     in.tensor_parallel_size = 1;
-    in.vllm_version = "0.19.0";
+    in.engine_version = "0.19.0";
     run(&in, &r);
     assert_int_equal(r.kv_cache_tokens, r.num_blocks / 4 * 544);
     hbm_plan_result_free(&r);
@@ -196,7 +196,7 @@ static void test_fused_moe_workspace(void **state)
 {
     (void)state;
     hbm_plan_input in = base(FIX "qwen3-30b-a3b");
-    in.vllm_version = "0.9.2";
+    in.engine_version = "0.9.2";
     in.max_model_len = 8192;
     in.max_num_seqs = 16;
     in.max_num_batched_tokens = 8192;
@@ -228,7 +228,7 @@ static void test_version_rules(void **state)
     assert_int_equal(r.kv_cache_bytes, with_graph + (int64_t)(0.35 * GIB) + 28 * (6LL << 20));
     hbm_plan_result_free(&r);
     in.enforce_eager = -1;
-    in.vllm_version = "0.20.1";
+    in.engine_version = "0.20.1";
     run(&in, &r);
     assert_true(fabs(r.gpu_memory_utilization - 0.9) < 1e-9);
     assert_int_equal(r.graph_bytes, 0);
@@ -238,7 +238,7 @@ static void test_version_rules(void **state)
     in.platform = HBM_PLAN_PLATFORM_ASCEND;
     in.mem_total_bytes = (int64_t)(61.27 * GIB);
     in.large_device = false;
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     in.gpu_memory_utilization = 0.85;
     run(&in, &r);
     int64_t clean = r.kv_cache_bytes;
@@ -251,7 +251,7 @@ static void test_version_rules(void **state)
     assert_true(llabs(clean - r.kv_cache_bytes - (int64_t)(20 * GIB)) < 1024);
     hbm_plan_result_free(&r);
     /* from 0.15 it refuses to start instead, in the same words as vLLM */
-    in.vllm_version = "0.15.0";
+    in.engine_version = "0.15.0";
     run(&in, &r);
     assert_false(r.fits);
     assert_string_equal(r.errors[0].kind, "free_memory");
@@ -271,7 +271,7 @@ static void test_version_rules(void **state)
     assert_int_equal(r.max_num_seqs, 256);
     hbm_plan_result_free(&r);
     /* a bad version string is refused */
-    in.vllm_version = "latest";
+    in.engine_version = "latest";
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_run(&in, &r, &err), -1);
     assert_non_null(strstr(err.msg, "--vllm-version"));
@@ -344,7 +344,7 @@ static void test_quantised_weights(void **state)
         const hbm_plan_device *d = hbm_plan_device_find(dev[k]);
         in.device_name = d->name;
         in.mem_total_bytes = d->total_bytes;
-        in.vllm_version = "0.10.1";
+        in.engine_version = "0.10.1";
         in.tensor_parallel_size = tp[k];
         hbm_plan_result r;
         run(&in, &r);
@@ -366,8 +366,8 @@ static void test_sampler_choice(void **state)
         int64_t bytes[3];
         for (int s = 0; s < 3; s++) {
             hbm_plan_input in = base(FIX "qwen2-7b-instruct");
-            in.vllm_version = ver[k];
-            in.sampler = (hbm_plan_sampler)s;
+            in.engine_version = ver[k];
+            in.vllm.sampler = (hbm_plan_sampler)s;
             hbm_plan_result r;
             run(&in, &r);
             bytes[s] = r.sampler_bytes;

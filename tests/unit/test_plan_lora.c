@@ -26,7 +26,7 @@ static hbm_plan_input lora_input(const char *model, int64_t tp)
     in.mem_total_bytes = (int64_t)(79.18 * GIB);
     in.large_device = true;
     in.tensor_parallel_size = tp;
-    in.enable_lora = 1;
+    in.vllm.enable_lora = 1;
     return in;
 }
 
@@ -65,7 +65,7 @@ static void test_slot_bytes_by_hand(void **state)
     int64_t with = r.weights_bytes;
     hbm_plan_result_free(&r);
     /* the slots are part of what "Model loading took" reports */
-    in.enable_lora = 0;
+    in.vllm.enable_lora = 0;
     run(&in, &r);
     assert_false(r.lora.enabled);
     assert_int_equal(with - r.weights_bytes, 360448LL * 28 * 2);
@@ -79,7 +79,7 @@ static void test_tp_sharding(void **state)
     (void)state;
     hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 2);
     assert_int_equal(slot_bytes(&in), 237568LL * 28 * 2);
-    in.fully_sharded_loras = 1;
+    in.vllm.fully_sharded_loras = 1;
     assert_int_equal(slot_bytes(&in), 180224LL * 28 * 2);
 }
 
@@ -89,17 +89,17 @@ static void test_scaling(void **state)
     (void)state;
     hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 1);
     int64_t one = slot_bytes(&in);
-    in.max_loras = 4;
+    in.vllm.max_loras = 4;
     assert_int_equal(slot_bytes(&in), 4 * one);
-    in.max_lora_rank = 64;
+    in.vllm.max_lora_rank = 64;
     assert_int_equal(slot_bytes(&in), 16 * one);
-    in.lora_dtype = "float32";
+    in.vllm.lora_dtype = "float32";
     assert_int_equal(slot_bytes(&in), 32 * one);
     /* more slots leave less for the KV cache */
     hbm_plan_result a, b;
-    in.max_loras = 1, in.max_lora_rank = 16, in.lora_dtype = NULL;
+    in.vllm.max_loras = 1, in.vllm.max_lora_rank = 16, in.vllm.lora_dtype = NULL;
     run(&in, &a);
-    in.max_loras = 8, in.max_lora_rank = 256;
+    in.vllm.max_loras = 8, in.vllm.max_lora_rank = 256;
     run(&in, &b);
     assert_true(b.kv_cache_bytes < a.kv_cache_bytes);
     assert_true(b.activation_bytes >= a.activation_bytes);
@@ -112,13 +112,13 @@ static void test_embeddings_by_release(void **state)
 {
     (void)state;
     hbm_plan_input in = lora_input(FIX "llama-3.1-8b-instruct", 1);
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     hbm_plan_result r;
     run(&in, &r);
     assert_int_equal(r.lora.extra_vocab, 256);
     int64_t old = r.lora.slot_bytes;
     hbm_plan_result_free(&r);
-    in.vllm_version = "0.12.0";
+    in.engine_version = "0.12.0";
     run(&in, &r);
     assert_int_equal(r.lora.extra_vocab, 0);
     /* the embedding's lora_a over the vocabulary: 128,256 x 16 elements */
@@ -132,9 +132,9 @@ static void test_experts_by_release(void **state)
 {
     (void)state;
     hbm_plan_input in = lora_input(FIX "qwen3-30b-a3b", 1);
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     int64_t before = slot_bytes(&in);
-    in.vllm_version = "0.12.0";
+    in.engine_version = "0.12.0";
     int64_t after = slot_bytes(&in);
     assert_true(after > 10 * before);
 }
@@ -149,13 +149,13 @@ static void test_flags_read(void **state)
     hbm_plan_input_init(&in);
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_args_from_argv(&in, 14, argv, &err), 0);
-    assert_int_equal(in.enable_lora, 1);
-    assert_int_equal(in.max_loras, 3);
-    assert_int_equal(in.max_lora_rank, 32);
-    assert_int_equal(in.max_cpu_loras, 8);
-    assert_string_equal(in.lora_dtype, "bfloat16");
-    assert_int_equal(in.fully_sharded_loras, 1);
-    assert_int_equal(in.lora_extra_vocab_size, 128);
+    assert_int_equal(in.vllm.enable_lora, 1);
+    assert_int_equal(in.vllm.max_loras, 3);
+    assert_int_equal(in.vllm.max_lora_rank, 32);
+    assert_int_equal(in.vllm.max_cpu_loras, 8);
+    assert_string_equal(in.vllm.lora_dtype, "bfloat16");
+    assert_int_equal(in.vllm.fully_sharded_loras, 1);
+    assert_int_equal(in.vllm.lora_extra_vocab_size, 128);
     assert_int_equal(in.nunmodelled, 0);
     const char *names[] = {"--enable-lora", "--max-loras", "--max-lora-rank", "--max-cpu-loras",
                            "--lora-dtype", "--fully-sharded-loras", "--lora-extra-vocab-size"};
@@ -174,7 +174,7 @@ static void test_flags_read(void **state)
     char *off[] = {"vllm", "serve", "/m", "--enable-lora", "--no-enable-lora"};
     hbm_plan_input_init(&in);
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, off, &err), 0);
-    assert_int_equal(in.enable_lora, 0);
+    assert_int_equal(in.vllm.enable_lora, 0);
 }
 
 /* 0.8.0-0.8.2 sent LoRA back to V0 (V0's defaults: 256 sequences on a large device); from
@@ -183,19 +183,19 @@ static void test_v0_engine_by_release(void **state)
 {
     (void)state;
     hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 1);
-    in.vllm_version = "0.8.2";
+    in.engine_version = "0.8.2";
     hbm_plan_result r;
     run(&in, &r);
-    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 256"));
+    assert_non_null(strstr(r.launch_line, "--max-num-seqs 256"));
     hbm_plan_result_free(&r);
-    in.enable_lora = 0;
+    in.vllm.enable_lora = 0;
     run(&in, &r);
-    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 1024"));
+    assert_non_null(strstr(r.launch_line, "--max-num-seqs 1024"));
     hbm_plan_result_free(&r);
-    in.enable_lora = 1;
-    in.vllm_version = "0.8.3";
+    in.vllm.enable_lora = 1;
+    in.engine_version = "0.8.3";
     run(&in, &r);
-    assert_non_null(strstr(r.vllm_args, "--max-num-seqs 1024"));
+    assert_non_null(strstr(r.launch_line, "--max-num-seqs 1024"));
     hbm_plan_result_free(&r);
 }
 
@@ -209,9 +209,9 @@ static void test_budget_by_release(void **state)
     int64_t blocks[2][2];
     for (int v = 0; v < 2; v++)
         for (int k = 0; k < 2; k++) {
-            in.vllm_version = versions[v];
-            in.max_loras = k ? 8 : 1;
-            in.max_lora_rank = k ? 64 : 16;
+            in.engine_version = versions[v];
+            in.vllm.max_loras = k ? 8 : 1;
+            in.vllm.max_lora_rank = k ? 64 : 16;
             hbm_plan_result r;
             run(&in, &r);
             blocks[v][k] = r.num_blocks;
@@ -226,7 +226,7 @@ static void test_json_and_flag_line(void **state)
 {
     (void)state;
     hbm_plan_input in = lora_input(FIX "qwen3-0.6b", 1);
-    in.max_loras = 2;
+    in.vllm.max_loras = 2;
     hbm_plan_result r;
     run(&in, &r);
     json_t *j = hbm_plan_result_to_json(&r);
@@ -236,10 +236,10 @@ static void test_json_and_flag_line(void **state)
     assert_int_equal(json_integer_value(json_object_get(l, "max_lora_rank")), 16);
     assert_int_equal(json_integer_value(json_object_get(l, "slot_bytes")), 2 * 360448LL * 28 * 2);
     assert_int_equal(json_integer_value(json_object_get(l, "adapter_bytes")), 360448LL * 28 * 2);
-    assert_non_null(strstr(r.vllm_args, " --enable-lora --max-loras 2"));
+    assert_non_null(strstr(r.launch_line, " --enable-lora --max-loras 2"));
     json_decref(j);
     hbm_plan_result_free(&r);
-    in.enable_lora = -1;
+    in.vllm.enable_lora = -1;
     run(&in, &r);
     j = hbm_plan_result_to_json(&r);
     assert_null(json_object_get(j, "lora"));

@@ -41,15 +41,15 @@ static void test_flags(void **state)
     assert_int_equal(hbm_plan_args_from_argv(&in, (int)(sizeof argv / sizeof argv[0]), argv,
                                              &err), 0);
     assert_string_equal(in.model_path, QWEN2);
-    assert_int_equal(in.npu_mem_size_gib, -1);
+    assert_int_equal(in.mindie.npu_mem_size_gib, -1);
     assert_int_equal(in.max_model_len, 4096);
-    assert_int_equal(in.max_input_len, 2048);
+    assert_int_equal(in.mindie.max_input_len, 2048);
     assert_int_equal(in.max_num_batched_tokens, 4096);
     assert_int_equal(in.max_num_seqs, 64);
     assert_int_equal(in.block_size, 64);
     assert_int_equal(in.tensor_parallel_size, 2);
-    assert_int_equal(in.max_iter_times, 1024);
-    assert_int_equal(in.max_prefill_batch_size, 8);
+    assert_int_equal(in.mindie.max_iter_times, 1024);
+    assert_int_equal(in.mindie.max_prefill_batch_size, 8);
     assert_true(fabs(in.gpu_memory_utilization - 0.9) < 1e-12);
     /* the table holds MindIE's names; a typo is refused with the nearest one */
     size_t n;
@@ -78,14 +78,14 @@ static void test_config(void **state)
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, argv, &err), 0);
     assert_string_equal(in.model_path, QWEN2);
-    assert_int_equal(in.npu_mem_size_gib, 8);
+    assert_int_equal(in.mindie.npu_mem_size_gib, 8);
     assert_int_equal(in.max_model_len, 8192);
-    assert_int_equal(in.max_input_len, 6144);
+    assert_int_equal(in.mindie.max_input_len, 6144);
     assert_int_equal(in.tensor_parallel_size, 2);
     assert_int_equal(in.block_size, 128);
-    assert_int_equal(in.max_prefill_batch_size, 20);
+    assert_int_equal(in.mindie.max_prefill_batch_size, 20);
     assert_int_equal(in.max_num_batched_tokens, 8192);
-    assert_int_equal(in.max_iter_times, 2048);
+    assert_int_equal(in.mindie.max_iter_times, 2048);
     assert_int_equal(in.max_num_seqs, 32);
     /* npuMemSize 8 GiB over blocks of 2 KV heads per rank */
     hbm_plan_result r;
@@ -93,7 +93,7 @@ static void test_config(void **state)
     assert_true(r.fits);
     assert_int_equal(r.num_blocks, (8LL << 30) / (QWEN2_BLOCK / 2));
     assert_int_equal(r.kv_cache_tokens, r.num_blocks * 128);
-    assert_non_null(strstr(r.vllm_args, "--npuMemSize 8 --maxSeqLen 8192"));
+    assert_non_null(strstr(r.launch_line, "--npuMemSize 8 --maxSeqLen 8192"));
     hbm_plan_result_free(&r);
 
     const char *bad = "{\"BackendConfig\": {\"ModelDeployConfig\": {\"maxSeqLen\": \"8k\", "
@@ -146,9 +146,9 @@ static void test_warmup_check(void **state)
     in.model_path = QWEN2;
     in.mem_total_bytes = 30LL << 30;
     in.max_model_len = 131072;
-    in.max_input_len = 32768;
+    in.mindie.max_input_len = 32768;
     in.max_num_batched_tokens = 32768;
-    in.max_iter_times = 131072;
+    in.mindie.max_iter_times = 131072;
     hbm_plan_result r;
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
@@ -167,7 +167,7 @@ static void test_warmup_check(void **state)
     /* the config check comes first in MindIE's start-up */
     mindie_input(&in);
     in.model_path = QWEN2;
-    in.max_input_len = 16384;
+    in.mindie.max_input_len = 16384;
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
     assert_false(r.fits);
     assert_string_equal(r.errors[0].kind, "config");

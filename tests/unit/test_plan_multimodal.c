@@ -36,7 +36,7 @@ static void plan(hbm_plan_result *r, const char *model, const char *device, cons
     in.mem_total_bytes = d->total_bytes;
     in.large_device = d->large_class;
     in.device_name = d->name;
-    in.vllm_version = ver;
+    in.engine_version = ver;
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_args_from_argv(&in, argc, argv, &err), 0);
     assert_int_equal(hbm_plan_run(&in, r, &err), 0);
@@ -166,7 +166,7 @@ static void test_text_only_trap_note(void **state)
     plan(&r, QWEN3B, "A100-80G", "0.11.0", "--limit-mm-per-prompt", "image=0,video=0",
          "--max-model-len", "2000000", NULL);
     assert_true(r.nrecs > 0);
-    assert_non_null(strstr(r.recs[0].vllm_args,
+    assert_non_null(strstr(r.recs[0].launch_line,
                            "--limit-mm-per-prompt '{\"image\": 0, \"video\": 0}'"));
     hbm_plan_result_free(&r);
 }
@@ -232,8 +232,8 @@ static void test_bad_values_are_refused(void **state)
     hbm_plan_input_init(&in);
     hbm_err err = {{0}};
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, argv, &err), 0);
-    assert_int_equal(in.mm_limit_image, 3);
-    assert_int_equal(in.mm_limit_video, 0);
+    assert_int_equal(in.vllm.mm_limit_image, 3);
+    assert_int_equal(in.vllm.mm_limit_video, 0);
 }
 
 /* JSON: a multimodal object for VL checkpoints, null for text models */

@@ -88,7 +88,7 @@ static void base_input(const target *t, const char *path, hbm_plan_input *in)
     in->large_device = d->large_class;
     if (t->free_gib >= 0)
         in->mem_free_bytes = (int64_t)(t->free_gib * 1073741824.0);
-    in->vllm_version = t->version;
+    in->engine_version = t->version;
     in->kv_cache_dtype = t->kv_dtype;
     if (t->engine)
         assert_int_equal(hbm_plan_engine_parse(t->engine, &in->engine, NULL), 0);

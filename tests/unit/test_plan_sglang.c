@@ -40,8 +40,8 @@ static void test_launch_server_line(void **state)
     assert_int_equal(in.max_model_len, 8192);
     assert_int_equal(in.max_num_batched_tokens, 0); /* -1: chunked prefill off */
     assert_int_equal(in.max_num_seqs, 64);
-    assert_int_equal(in.max_total_tokens, 100000);
-    assert_int_equal(in.cuda_graph_max_bs, 16);
+    assert_int_equal(in.sglang.max_total_tokens, 100000);
+    assert_int_equal(in.sglang.cuda_graph_max_bs, 16);
     assert_int_equal(in.enforce_eager, 1);
     assert_string_equal(in.kv_cache_dtype, "fp8_e5m2");
     assert_int_equal(in.block_size, 16);
@@ -101,7 +101,7 @@ static void plan(const char *model, double total_gib, const char *ver, int argc,
     in.model_path = model;
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(total_gib * GIB);
-    in.vllm_version = ver;
+    in.engine_version = ver;
     assert_int_equal(hbm_plan_run(&in, r, &err), 0);
 }
 
@@ -131,7 +131,7 @@ static void test_defaults_by_release(void **state)
     /* the pool: (total - weights) - total x (1 - fraction), over 40 layers x 8 heads x 256 x 2 */
     assert_int_equal(r.kv_bytes_per_token, 40 * 8 * 256 * 2);
     assert_int_equal(r.kv_cache_tokens, r.kv_cache_bytes / r.kv_bytes_per_token);
-    assert_non_null(strstr(r.vllm_args, "python -m sglang.launch_server --model-path "));
+    assert_non_null(strstr(r.launch_line, "python -m sglang.launch_server --model-path "));
     hbm_plan_result_free(&r);
     mib = 23.64 * 1024;
     plan(FIX "qwen3-0.6b", 23.64, "0.5.4", 1, none, &r);
@@ -164,7 +164,7 @@ static void test_not_enough_memory(void **state)
     assert_true(r.nrecs >= 2);
     assert_string_equal(r.recs[0].kind, "gpu_memory_utilization");
     assert_string_equal(r.recs[0].flags, "--mem-fraction-static 0.75");
-    assert_non_null(strstr(r.recs[0].vllm_args, "--mem-fraction-static 0.75"));
+    assert_non_null(strstr(r.recs[0].launch_line, "--mem-fraction-static 0.75"));
     assert_string_equal(r.recs[1].flags, "--tp-size 2");
     hbm_plan_result_free(&r);
     /* newer releases name the value */

@@ -90,7 +90,7 @@ static void plan(const char *model, const char *version, int argc, char **argv,
     in.model_path = model;
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = (int64_t)(79.18 * GIB);
-    in.vllm_version = version;
+    in.engine_version = version;
     in.max_model_len = 8192;
     if (hbm_plan_run(&in, r, &err) < 0)
         fail_msg("%s", err.msg);
@@ -279,7 +279,7 @@ static int run_flags(const char *version, int argc, char **argv, hbm_plan_result
     in.model_path = FIX "qwen3-14b";
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = 80 * GIB;
-    in.vllm_version = version;
+    in.engine_version = version;
     in.max_model_len = 8192;
     return hbm_plan_run(&in, r, err);
 }
@@ -343,20 +343,20 @@ static void test_flag_lines_keep_the_drafter(void **state)
     assert_int_equal(hbm_plan_args_from_argv(&in, 7, argv, &err), 0);
     in.platform = HBM_PLAN_PLATFORM_CUDA;
     in.mem_total_bytes = 40 * GIB;
-    in.vllm_version = "0.11.0";
+    in.engine_version = "0.11.0";
     hbm_plan_result r;
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
-    assert_non_null(strstr(r.vllm_args, "--speculative-config '{\"method\": \"draft_model\""));
+    assert_non_null(strstr(r.launch_line, "--speculative-config '{\"method\": \"draft_model\""));
     assert_false(r.fits);
     assert_true(r.nrecs > 0);
     for (size_t i = 0; i < r.nrecs; i++)
-        assert_non_null(strstr(r.recs[i].vllm_args, "--speculative-config"));
+        assert_non_null(strstr(r.recs[i].launch_line, "--speculative-config"));
     hbm_plan_result_free(&r);
 
     char *dotted[] = {"vllm", "serve", "m", "--speculative-config.method", "ngram"};
     hbm_plan_input_init(&in);
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, dotted, &err), 0);
-    assert_null(in.speculative_config);
+    assert_null(in.vllm.speculative_config);
     assert_int_equal(in.nunmodelled, 1);
     assert_string_equal(in.unmodelled[0], "--speculative-config");
 }
@@ -372,7 +372,7 @@ static void test_v0_mtp_from_the_count(void **state)
     plan(dir, "0.7.3", 2, argv, &r);
     assert_string_equal(r.spec.method, "mtp");
     assert_int_equal(r.spec.draft_layers, 1);
-    assert_non_null(strstr(r.vllm_args, "--num-speculative-tokens 1"));
+    assert_non_null(strstr(r.launch_line, "--num-speculative-tokens 1"));
     hbm_plan_result_free(&r);
     remove_dir(dir);
 }

@@ -86,11 +86,11 @@ static void test_qwen14b_beside_orphan_310p3(void **state)
     const hbm_plan_rec *tp = find_rec(&r, "tensor_parallel_size");
     assert_non_null(tp);
     assert_non_null(strstr(tp->flags, "--tensor-parallel-size 2"));
-    assert_non_null(strstr(tp->vllm_args, "--tensor-parallel-size 2"));
+    assert_non_null(strstr(tp->launch_line, "--tensor-parallel-size 2"));
     hbm_plan_result_free(&r);
 }
 
-/* Qwen2.5-32B bf16 does not fit one 64 GB 910B; TP 2 or more does. */
+/* Qwen2.5-32B bf16 does not load on one 64 GB 910B; TP 2 or more fits. */
 static void test_qwen32b_needs_tp2_on_910b(void **state)
 {
     (void)state;
@@ -107,8 +107,9 @@ static void test_qwen32b_needs_tp2_on_910b(void **state)
     assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
     print_result(&r);
     assert_false(r.fits);
-    assert_string_equal(r.errors[0].kind, "no_kv_memory");
-    assert_true(r.weights_bytes > (int64_t)(0.9 * (double)d->total_bytes));
+    /* 61.03 GiB of weights against the 60.96 GiB vllm-ascend sees: they do not load */
+    assert_string_equal(r.errors[0].kind, "weights_oom");
+    assert_true(r.weights_bytes > d->total_bytes);
     const hbm_plan_rec *tp = find_rec(&r, "tensor_parallel_size");
     assert_non_null(tp);
     assert_string_equal(r.recs[0].kind, "tensor_parallel_size");
@@ -185,7 +186,7 @@ static void pangu_input(const char *dir, hbm_plan_input *in)
     in->platform = d->platform;
     in->mem_total_bytes = d->total_bytes;
     in->device_name = d->name;
-    in->vllm_version = "0.11.0";
+    in->engine_version = "0.11.0";
     in->block_size = 128;
 }
 

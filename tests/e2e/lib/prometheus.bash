@@ -29,6 +29,16 @@ prom_wait() { # PROMQL WANT: up to 90 s
     return 1
 }
 
+# one_gpu USED_GIB: the fake NVML driver shows one idle H100 with that much memory used
+one_gpu() {
+    fake_nvml
+    cat >"$tmp/scenario.json" <<EOF
+{"driver_version": "550.54.15", "devices": [
+ {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-0", "bus_id": "00000000:18:00.0",
+  "memory_total": $((80 << 30)), "memory_used": $(($1 << 30)), "compute": []}]}
+EOF
+}
+
 # start_exporter NAME ARGS...: an exporter on a free port in the background; sets port_NAME
 # and pid_NAME.
 start_exporter() {

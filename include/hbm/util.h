@@ -68,6 +68,8 @@ int hbm_read_file_at(int dirfd, const char *path, int flags, size_t max, char **
  * gave, so any kind of file), bounded by max alike. */
 int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err *err);
 
+/* Writes all n bytes to fd, again after EINTR and short writes; -1 with errno on failure. */
+int hbm_write_all(int fd, const char *s, size_t n);
 /* Writes len bytes to a file beside path (created with mode, never through a link),
  * syncs it and renames it over path, so a reader sees the old file or the whole new one. */
 int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mode,

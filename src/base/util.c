@@ -292,7 +292,7 @@ int hbm_read_file(const char *path, size_t max, char **out, size_t *len, hbm_err
     return hbm_read_file_at(AT_FDCWD, path, 0, max, out, len, err);
 }
 
-static int write_all(int fd, const char *s, size_t n)
+int hbm_write_all(int fd, const char *s, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, s, n);
@@ -322,7 +322,7 @@ int hbm_write_file_atomic(const char *path, const char *data, size_t len, int mo
         free(tmp);
         return hbm_err_set(err, "%s: %s", path, strerror(e));
     }
-    int rc = write_all(fd, data, len);
+    int rc = hbm_write_all(fd, data, len);
     if (rc == 0)
         rc = fsync(fd);
     int e = errno;

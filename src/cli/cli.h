@@ -46,7 +46,20 @@ void cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Colour only on a terminal and never with NO_COLOR set. */
 bool cli_color(FILE *f);
 const char *cli_verdict_color(hbm_verdict v);
-#define CLI_RESET "\033[0m"
+#define CLI_RESET cli_sgr(0)
+
+/* Output (out.c, docs/safety.md): after cli_out_init, every byte written to stdout and
+ * stderr passes one filter that escapes what a terminal must not get raw (controls, C1,
+ * invalid UTF-8: "\x1b"), so renderers print strings from outside as they are. */
+void cli_out_init(void);
+/* SGR colour code (31 red, 0 reset) as only hbmctl can write it through the filter. */
+const char *cli_sgr(int code);
+/* Whether f (stdout, stderr) is a terminal, under the filter too. */
+bool cli_out_tty(FILE *f);
+/* A JSON value to stdout with flags; the filter then escapes as JSON (\u007f). */
+void cli_json_print(json_t *j, size_t flags);
+/* The unfiltered stdout, for ncurses, which escapes what it draws itself. */
+FILE *cli_raw_stdout(void);
 
 /* Formats a size in bytes, "-" when unknown; returns buf. */
 const char *cli_size(char *buf, size_t n, int64_t bytes);

@@ -75,7 +75,7 @@ static void flatten(json_t *v, const char *prefix, char *buf, size_t n, size_t *
 
 static const char *sev_color(hbm_severity s)
 {
-    return s == HBM_SEV_CRITICAL ? "\033[31m" : s == HBM_SEV_WARNING ? "\033[33m" : "\033[36m";
+    return cli_sgr(s == HBM_SEV_CRITICAL ? 31 : s == HBM_SEV_WARNING ? 33 : 36);
 }
 
 void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)

@@ -62,7 +62,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     const hbm_explain_finding *f = &rep->findings[idx];
     const char *c = "", *r = "";
     if (color) {
-        c = strcmp(f->sig->severity, "error") == 0 ? "\033[31m" : "\033[33m";
+        c = cli_sgr(strcmp(f->sig->severity, "error") == 0 ? 31 : 33);
         r = CLI_RESET;
     }
     printf("[%zu] %s%s%s %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",

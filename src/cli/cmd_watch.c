@@ -161,7 +161,7 @@ static void print_json(watch_ctx *c)
     for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
         json_array_append_new(ev, json_string(c->events[i]));
     json_object_set_new(j, "events", ev);
-    json_dumpf(j, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    cli_json_print(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
     fflush(stdout);
     json_decref(j);

@@ -47,7 +47,7 @@ void cli_print_path(FILE *f, const char *prefix, const char *path, const char *r
 
 void cli_json_out(json_t *j)
 {
-    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    cli_json_print(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     fputc('\n', stdout);
     json_decref(j);
 }
@@ -67,17 +67,17 @@ bool cli_color(FILE *f)
     const char *nc = getenv("NO_COLOR");
     if (nc && *nc)
         return false;
-    return isatty(fileno(f));
+    return cli_out_tty(f);
 }
 
 const char *cli_verdict_color(hbm_verdict v)
 {
     switch (v) {
-    case HBM_VERDICT_FREE: return "\033[32m";
-    case HBM_VERDICT_BUSY: return "\033[33m";
-    case HBM_VERDICT_UNACCOUNTED: return "\033[35m";
+    case HBM_VERDICT_FREE: return cli_sgr(32);
+    case HBM_VERDICT_BUSY: return cli_sgr(33);
+    case HBM_VERDICT_UNACCOUNTED: return cli_sgr(35);
     case HBM_VERDICT_ORPHANED:
-    case HBM_VERDICT_UNHEALTHY: return "\033[31m";
+    case HBM_VERDICT_UNHEALTHY: return cli_sgr(31);
     default: return "";
     }
 }

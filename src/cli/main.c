@@ -103,6 +103,7 @@ static int complete_table(void)
 
 int main(int argc, char **argv)
 {
+    cli_out_init();
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_ERROR;

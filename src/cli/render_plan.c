@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "cli.h"
 #include "render_plan.h"
 #include "wrap.h"
 
@@ -273,8 +274,8 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
 {
     if (width < 60)
         width = 60;
-    const char *green = color ? "\033[32m" : "", *red = color ? "\033[31m" : "";
-    const char *reset = color ? "\033[0m" : "";
+    const char *green = color ? cli_sgr(32) : "", *red = color ? cli_sgr(31) : "";
+    const char *reset = color ? cli_sgr(0) : "";
     report_inputs(f, r, width);
     report_breakdown(f, r, width);
     if (r->fits)

@@ -348,7 +348,13 @@ int watch_tui_run(watch_ctx *c)
         cli_errorf("%s", c->error);
         return CLI_EXIT_ERROR;
     }
-    initscr();
+    SCREEN *scr = newterm(NULL, cli_raw_stdout(), stdin); /* ncurses escapes what it draws */
+    if (!scr) {
+        cli_errorf("watch: cannot start the terminal view (TERM=%s)",
+                   getenv("TERM") ? getenv("TERM") : "");
+        return CLI_EXIT_ERROR;
+    }
+    set_term(scr);
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
@@ -419,6 +425,7 @@ int watch_tui_run(watch_ctx *c)
             draw(c, &v);
     }
     endwin();
+    delscreen(scr);
     return c->leak_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
 }
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hbm/audit.h"
+#include "hbm/redact.h"
 #include "hbm/util.h"
 
 const char *hbm_audit_path(const char *override)
@@ -45,6 +46,26 @@ static int make_parent(const char *path, hbm_err *err)
     return rc;
 }
 
+/* Every string of a record through the redaction rule: a record names processes, paths and
+ * reasons that came from outside, and the log outlives the command. */
+static void redact_strings(json_t *v)
+{
+    const char *key;
+    json_t *x;
+    size_t i;
+    if (json_is_string(v)) {
+        char *r = hbm_redact_text(json_string_value(v), json_string_length(v));
+        json_string_set(v, r); /* UTF-8 stays valid: only whole ASCII-delimited runs change */
+        free(r);
+    } else if (json_is_object(v)) {
+        json_object_foreach(v, key, x)
+            redact_strings(x);
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+            redact_strings(x);
+    }
+}
+
 int hbm_audit_append(const char *path, json_t *record, hbm_err *err)
 {
     if (make_parent(path, err) < 0)
@@ -73,6 +94,7 @@ int hbm_audit_append(const char *path, json_t *record, hbm_err *err)
     json_object_set_new(rec, "uid", json_integer(getuid()));
     json_object_set_new(rec, "hbmctl_pid", json_integer(getpid()));
     json_object_update(rec, record);
+    redact_strings(rec);
     char *line = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(rec);
     size_t len = strlen(line);

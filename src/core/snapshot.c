@@ -800,8 +800,11 @@ static int get_host(rd *r, const json_t *o, void *obj)
     /* A snapshot written by an older hbmctl may still carry credentials. */
     for (size_t i = 0; i < h->nprocs; i++) {
         char *raw = h->procs[i].cmdline;
-        h->procs[i].cmdline = hbm_redact_words(raw ? raw : "", raw ? strlen(raw) : 0, ' ');
+        h->procs[i].cmdline = hbm_redact_words(raw ? raw : "", raw ? strlen(raw) : 0, ' ', 0);
         free(raw);
+        char *comm = hbm_redact_text(h->procs[i].comm, strlen(h->procs[i].comm));
+        snprintf(h->procs[i].comm, sizeof h->procs[i].comm, "%s", comm);
+        free(comm);
     }
     /* hbm_host_find searches by pid: a hand-written snapshot may list holders in any order. */
     if (h->nprocs > 1)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "explain_int.h"
+#include "hbm/redact.h"
 #include "hbm/util.h"
 
 #define TEXT_KEEP 2048 /* bytes of a matching line kept for the report */
@@ -234,6 +235,16 @@ static void render_finding(hbm_explain_finding *f, const expl_rt *rt,
     }
 }
 
+/* A log line as the report keeps it: redacted whole (a cut could split a credential from
+ * its name), then cut to keep bytes. */
+static char *kept_text(const char *line, size_t len, size_t keep)
+{
+    char *t = hbm_redact_text(line, len);
+    if (strlen(t) > keep)
+        t[keep] = '\0';
+    return t;
+}
+
 static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain_num **nums,
                           size_t *n)
 {
@@ -246,7 +257,7 @@ static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain
             continue;
         hbm_explain_num *num = &(*nums)[(*n)++];
         snprintf(num->name, sizeof num->name, "%s", rt->names[i]);
-        num->text = hbm_xstrndup((const char *)buf, blen);
+        num->text = hbm_redact_text((const char *)buf, blen);
         num->value = expl_capture_value(num->text, rt, num->name, &num->bytes);
         pcre2_substring_free(buf);
     }
@@ -279,7 +290,7 @@ static void record_failure(hbm_explain_scanner *s, size_t e, const char *line, s
     f->sig = &s->cat->sigs[e];
     f->line = f->last_line = lineno;
     f->count = 1;
-    f->text = hbm_xstrndup(line, len < TEXT_KEEP ? len : TEXT_KEEP);
+    f->text = kept_text(line, len, TEXT_KEEP);
     take_captures(s, &s->cat->rt[e], &f->nums, &f->nnums);
 }
 
@@ -315,7 +326,7 @@ static void push_tail(hbm_explain_report *rep, const char *line, size_t len, uin
         rep->ntail--;
     }
     rep->tail[rep->ntail].line = lineno;
-    rep->tail[rep->ntail].text = hbm_xstrndup(line, len < TAIL_KEEP ? len : TAIL_KEEP);
+    rep->tail[rep->ntail].text = kept_text(line, len, TAIL_KEEP);
     rep->ntail++;
 }
 

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "hbm/export.h"
+#include "hbm/redact.h"
+#include "hbm/text.h"
 
 static void reserve(hbm_export_buf *b, size_t extra)
 {
@@ -65,25 +67,35 @@ static void escape_help(hbm_export_buf *b, const char *s)
     }
 }
 
+/* A label value comes from outside (a process name, a pod, a model): redacted, and a
+ * control character, a C1 control or an invalid byte written as a visible escape with its
+ * backslash escaped ("\\x1b"): valid UTF-8 that every exposition parser takes. */
 void hbm_export_escape_label(hbm_export_buf *b, const char *value)
 {
-    const char *run = value;
-    for (const char *p = value;; p++) {
-        const char *esc = NULL;
-        if (*p == '\\')
-            esc = "\\\\";
-        else if (*p == '"')
-            esc = "\\\"";
-        else if (*p == '\n')
-            esc = "\\n";
-        else if (*p != '\0')
-            continue;
-        hbm_export_buf_append(b, run, (size_t)(p - run));
-        if (!esc)
-            return;
-        hbm_export_buf_append(b, esc, 2);
-        run = p + 1;
+    char *r = hbm_redact_text(value, strlen(value));
+    size_t n = strlen(r), run = 0, i = 0;
+    while (i < n) {
+        long cp;
+        size_t len = hbm_text_next(r + i, n - i, &cp);
+        char esc[12] = "";
+        if (r[i] == '\\' || r[i] == '"')
+            snprintf(esc, sizeof esc, "\\%c", r[i]);
+        else if (r[i] == '\n')
+            snprintf(esc, sizeof esc, "\\n");
+        else if (!len || hbm_text_unsafe(cp)) {
+            esc[0] = '\\';
+            hbm_text_escape(esc + 1, len ? cp : -1, (unsigned char)r[i]);
+        }
+        len = len ? len : 1;
+        if (esc[0]) {
+            hbm_export_buf_append(b, r + run, i - run);
+            hbm_export_buf_append(b, esc, strlen(esc));
+            run = i + len;
+        }
+        i += len;
     }
+    hbm_export_buf_append(b, r + run, n - run);
+    free(r);
 }
 
 void hbm_export_family(hbm_export_buf *b, const char *name, const char *type, const char *help)

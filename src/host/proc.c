@@ -149,7 +149,9 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
     out->ppid = st.ppid;
     out->state = st.state;
     out->starttime = st.starttime;
-    snprintf(out->comm, sizeof out->comm, "%s", st.comm);
+    char *comm = hbm_redact_text(st.comm, strlen(st.comm)); /* prctl can name it anything */
+    snprintf(out->comm, sizeof out->comm, "%s", comm);
+    free(comm);
     out->uid = -1;
     if (st.state == 'Z') {
         int tfd = hbm_hproc_live_thread(pidfd, pid, &out->zombie_live_threads);
@@ -171,7 +173,9 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
 
     size_t len;
     char *cmd = hbm_hio_slurp(pidfd, "cmdline", 1 << 16, &len);
+    int cut = 0;
     if (!cmd && errno == EFBIG) {
+        cut = HBM_REDACT_CUT;
         cmd = hbm_xmalloc(1 << 16);
         n = hbm_hio_read(pidfd, "cmdline", cmd, 1 << 16);
         len = n > 0 ? (size_t)n : 0;
@@ -181,7 +185,7 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
         while (len > 0 && (cmd[len - 1] == '\0' || cmd[len - 1] == ' '))
             len--;
         /* Redacted here, where it is read: no view, export or log can show a credential. */
-        out->cmdline = hbm_redact_words(cmd, len, '\0');
+        out->cmdline = hbm_redact_words(cmd, len, '\0', cut);
         free(cmd);
         for (char *c = out->cmdline; *c; c++)
             if (*c == '\n')

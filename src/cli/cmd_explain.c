@@ -130,16 +130,70 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     printf("\n");
 }
 
+/* The log's own structure: engine, phases, and where and how it failed. */
+static void print_structure(const hbm_explain_report *rep)
+{
+    const hbm_explain_structure *st = &rep->structure;
+    char buf[400] = "";
+    size_t n = 0;
+    if (st->engine[0])
+        n += (size_t)snprintf(buf, sizeof buf, "%s%s%s; ", st->engine, st->version[0] ? " " : "",
+                              st->version);
+    for (int p = 0, k = 0; p < HBM_EXPLAIN_PHASES && n < sizeof buf; p++)
+        if (st->phase_line[p])
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s (line %llu)", k++ ? ", " : "phases: ",
+                                  hbm_explain_phase_name(p), (unsigned long long)st->phase_line[p]);
+    if (buf[0])
+        wrap("log: ", 0, buf);
+    if (!st->error)
+        return;
+    char *what = hbm_xasprintf("%s (line %llu)", st->error, (unsigned long long)st->error_line);
+    char *lead = hbm_xasprintf("failed in phase %s: ", hbm_explain_phase_name(st->phase));
+    wrap(lead, 0, what);
+    free(lead);
+    free(what);
+    if (st->exit_text && st->exit_line != st->error_line) {
+        char how[64];
+        if (st->signal)
+            snprintf(how, sizeof how, "killed by signal %d", st->signal);
+        else
+            snprintf(how, sizeof how, "exit code %d", st->exit_code);
+        char *line = hbm_xasprintf("%s at line %llu: %s", how, (unsigned long long)st->exit_line,
+                                   st->exit_text);
+        wrap("and: ", 0, line);
+        free(line);
+    }
+    bool known = false;
+    for (size_t i = 0; i < rep->nfindings; i++)
+        known |= !rep->findings[i].sig->wrapper;
+    if (known)
+        return; /* the findings below carry their own remedies */
+    const char *const *steps;
+    size_t ns = hbm_explain_phase_steps(st->phase, &steps);
+    printf("next steps for a failure in this phase:\n");
+    for (size_t k = 0; k < ns; k++) {
+        char num[16];
+        snprintf(num, sizeof num, "%zu. ", k + 1);
+        wrap(num, 2, steps[k]);
+    }
+}
+
 static void print_report(const char *path, const hbm_explain_report *rep,
                          const explain_plan_figures *figs, const char *live_note)
 {
     bool color = cli_color(stdout);
     char *name = hbm_xasprintf("%s:", strcmp(path, "-") == 0 ? "(stdin)" : path);
     char rest[96];
-    if (rep->nfindings == 0) {
+    if (rep->nfindings == 0 && rep->structure.error) {
+        snprintf(rest, sizeof rest, " no catalogue entry matches, but the log shows a failure "
+                                    "(%llu lines).", (unsigned long long)rep->lines);
+        cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
+    } else if (rep->nfindings == 0) {
         snprintf(rest, sizeof rest, " no known failure found in %llu lines.",
                  (unsigned long long)rep->lines);
         cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
         if (rep->ntail) {
             printf("last error-looking lines:\n");
             for (size_t k = 0; k < rep->ntail; k++) {
@@ -155,6 +209,7 @@ static void print_report(const char *path, const hbm_explain_report *rep,
                  rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
                  rep->lines == 1 ? "" : "s");
         cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
         printf("\n");
         for (size_t i = 0; i < rep->nfindings; i++)
             print_finding(rep, i, &figs[i], color);
@@ -268,7 +323,7 @@ static int explain_main(const cli_common *c, int mode, const char *catalog, bool
         cli_errorf("explain: %s", err.msg);
     } else {
         explain_output(c, mode, cat, cat_path, path, &rep, po);
-        rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+        rc = hbm_explain_report_failed(&rep) ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
         hbm_explain_report_free(&rep);
     }
     free(cat_path);
@@ -309,8 +364,8 @@ int cmd_explain(int argc, char **argv)
     const cli_spec spec = {
         .cmd = "explain", .usage = "[OPTIONS] [LOG|-] [-- vllm serve ...]", .about = about, .opts = opts,
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
-        .exits = "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line "
-                 "named)\n",
+        .exits = "exit codes: 0 no failure, 1 the log shows a failure (known or not), 2 could not "
+                 "read (file:line named)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);

@@ -94,4 +94,34 @@ struct hbm_catalog {
  * own unit ("136.00 MiB"), else NAN. *bytes says whether it is a size. */
 double expl_capture_value(const char *text, const expl_rt *rt, const char *name, bool *bytes);
 
+/* The structure reader (structure.c). */
+typedef struct expl_candidate {
+    char *text; /* owned */
+    uint64_t line;
+    int phase;
+} expl_candidate;
+
+typedef struct expl_structure {
+    expl_needles marks; /* phase, engine and exit literals */
+    pcre2_code *exc_re, *exit_re, *ver_re; /* owned */
+    pcre2_match_data *md;                  /* owned */
+    int cur_phase;
+    bool tb_seen;
+    expl_candidate exc;      /* the last exception line */
+    expl_candidate exc_root; /* the last one that is not a summary pointing above */
+    expl_candidate fatal;    /* the first fatal line */
+} expl_structure;
+
+/* What the catalogue made of a line, for the structure reader. */
+enum { EXPL_LINE_NONE, EXPL_LINE_BENIGN, EXPL_LINE_FAILURE, EXPL_LINE_WRAPPER };
+
+/* Adds the reader's literals to pf so the lines holding them reach it. */
+void expl_structure_init(expl_structure *st, expl_prefilter *pf);
+void expl_structure_line(expl_structure *st, hbm_explain_structure *out, const char *line,
+                         size_t len, uint64_t lineno, int verdict);
+void expl_structure_finish(expl_structure *st, hbm_explain_structure *out);
+/* Forgets the log read so far (the scanner is used again). */
+void expl_structure_reset(expl_structure *st);
+void expl_structure_free(expl_structure *st);
+
 #endif

@@ -41,6 +41,7 @@ struct hbm_explain_scanner {
     size_t *finding_of; /* per entry: index into rep.findings */
     expl_needles errwords;
     expl_prefilter pf; /* the keywords' and error words' anchors */
+    expl_structure st;
 };
 
 /* ---- cleaning ---- */
@@ -277,6 +278,7 @@ static void record_failure(hbm_explain_scanner *s, size_t e, const char *line, s
     hbm_explain_finding *f = &rep->findings[rep->nfindings++];
     memset(f, 0, sizeof *f);
     f->sig = &s->cat->sigs[e];
+    f->phase = s->st.cur_phase;
     f->line = f->last_line = lineno;
     f->count = 1;
     f->text = hbm_xstrndup(line, len < TEXT_KEEP ? len : TEXT_KEEP);
@@ -344,6 +346,7 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     s->nhits = 0;
     expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
     bool benign = false, failed = false;
+    int verdict = EXPL_LINE_NONE;
     for (size_t i = 0; i < s->nhits && !benign; i++)
         if (s->cat->rt[s->hits[i]].kind == EXPL_BENIGN && match_entry(s, s->hits[i], line, len))
             benign = true;
@@ -352,8 +355,11 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
         if (s->cat->rt[e].kind == EXPL_FAILURE && match_entry(s, e, line, len)) {
             record_failure(s, e, line, len, lineno);
             failed = true;
+            verdict = s->cat->sigs[e].wrapper ? EXPL_LINE_WRAPPER : EXPL_LINE_FAILURE;
         }
     }
+    if (benign)
+        verdict = EXPL_LINE_BENIGN;
     for (size_t i = 0; i < s->nhits; i++) {
         size_t e = s->hits[i];
         if (s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
@@ -366,6 +372,7 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
         if (looks)
             push_tail(&s->rep, line, len, lineno);
     }
+    expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict);
 }
 
 /* ---- streaming ---- */
@@ -419,6 +426,7 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
         expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n, cat->kw.fold);
     for (size_t i = 0; error_words[i]; i++)
         expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
+    expl_structure_init(&s->st, &s->pf);
     return s;
 }
 
@@ -478,6 +486,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         s->plen = 0;
     }
     s->rep.lines = s->lineno;
+    expl_structure_finish(&s->st, &s->rep.structure);
     /* Rendered at the end, so templates see facts from anywhere in the log. */
     for (size_t i = 0; i < s->rep.nfindings; i++) {
         hbm_explain_finding *f = &s->rep.findings[i];
@@ -487,6 +496,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     memset(&s->rep, 0, sizeof s->rep);
     for (size_t i = 0; i <= s->cat->n; i++)
         s->finding_of[i] = NO_FINDING;
+    expl_structure_reset(&s->st);
 }
 
 void hbm_explain_scanner_free(hbm_explain_scanner *s)
@@ -502,6 +512,7 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     free(s->finding_of);
     expl_needles_free(&s->errwords);
     expl_prefilter_free(&s->pf);
+    expl_structure_free(&s->st);
     free(s);
 }
 

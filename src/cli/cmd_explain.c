@@ -194,6 +194,8 @@ static void print_report(const char *path, const hbm_explain_report *rep,
                  (unsigned long long)rep->lines);
         cli_print_path(stdout, "", name, rest);
         print_structure(rep);
+    }
+    if (rep->nfindings == 0) {
         if (rep->ntail) {
             printf("last error-looking lines:\n");
             for (size_t k = 0; k < rep->ntail; k++) {

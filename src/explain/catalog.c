@@ -554,10 +554,13 @@ int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
         return hbm_err_set(err, "%s:%d:%d: %s", origin, je.line, je.column, je.text);
     hbm_catalog *cat = hbm_xcalloc(1, sizeof *cat);
     expl_needles_init(&cat->kw, false);
+    expl_needles_init(&cat->code_kw, false);
+    expl_needles_init(&cat->code_lit, false);
     loader ld = {.origin = origin, .err = err};
     json_t *schema = json_object_get(root, "schema");
     json_t *entries = json_object_get(root, "entries");
     json_t *servers = json_object_get(root, "servers");
+    json_t *codes = json_object_get(root, "code_tables");
     if (!json_is_object(root) || !json_is_string(schema) ||
         strcmp(json_string_value(schema), CATALOG_SCHEMA) != 0) {
         hbm_err_set(err, "%s: not a signature catalogue (\"schema\": \"%s\" expected)", origin,
@@ -568,6 +571,12 @@ int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
         hbm_err_set(err, "%s: \"entries\" must be a non-empty array", origin);
         goto fail;
     }
+    if (codes && (!json_is_string(codes) || json_string_length(codes) == 0)) {
+        hbm_err_set(err, "%s: \"code_tables\" must be a file name", origin);
+        goto fail;
+    }
+    if (codes)
+        cat->codes_file = hbm_xstrdup(json_string_value(codes));
     if (servers) {
         if (!json_is_array(servers)) {
             hbm_err_set(err, "%s: \"servers\" must be an array of strings", origin);
@@ -622,6 +631,19 @@ int hbm_explain_catalog_load(const char *path, hbm_catalog **out, hbm_err *err)
         return -1;
     int rc = hbm_explain_catalog_parse(text, len, path, out, err);
     free(text);
+    if (rc < 0 || !(*out)->codes_file)
+        return rc;
+    /* The code tables sit next to the catalogue that names them (installed together). */
+    const char *slash = strrchr(path, '/');
+    char *codes = (*out)->codes_file[0] == '/' ? hbm_xstrdup((*out)->codes_file)
+                  : slash ? hbm_xasprintf("%.*s/%s", (int)(slash - path), path, (*out)->codes_file)
+                          : hbm_xstrdup((*out)->codes_file);
+    rc = expl_codes_load(*out, codes, err);
+    free(codes);
+    if (rc < 0) {
+        hbm_explain_catalog_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -629,12 +651,16 @@ void hbm_explain_catalog_free(hbm_catalog *cat)
 {
     if (!cat)
         return;
-    for (size_t i = 0; i < cat->n; i++)
+    for (size_t i = 0; i < cat->n + cat->ncodes; i++)
         free_sig(&cat->sigs[i], &cat->rt[i]);
     free(cat->sigs);
     free(cat->rt);
     free_strings(cat->servers, cat->nservers);
+    free(cat->codes_file);
+    expl_codes_free(cat);
     expl_needles_free(&cat->kw);
+    expl_needles_free(&cat->code_kw);
+    expl_needles_free(&cat->code_lit);
     free(cat);
 }
 
@@ -650,7 +676,7 @@ const hbm_sig *hbm_explain_catalog_get(const hbm_catalog *cat, size_t i)
 
 const hbm_sig *hbm_explain_catalog_find(const hbm_catalog *cat, const char *id)
 {
-    for (size_t i = 0; i < cat->n; i++)
+    for (size_t i = 0; i < cat->n + cat->ncodes; i++)
         if (strcmp(cat->sigs[i].id, id) == 0)
             return &cat->sigs[i];
     return NULL;

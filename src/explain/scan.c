@@ -42,6 +42,7 @@ struct hbm_explain_scanner {
     expl_needles errwords;
     expl_prefilter pf; /* the keywords' and error words' anchors */
     expl_structure st;
+    bool no_captures; /* the match being recorded came from a literal, md holds none */
 };
 
 /* ---- cleaning ---- */
@@ -240,7 +241,7 @@ static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain
 {
     *nums = hbm_xcalloc(rt->nnames + 1, sizeof **nums);
     *n = 0;
-    for (size_t i = 0; i < rt->nnames; i++) {
+    for (size_t i = 0; i < rt->nnames && !s->no_captures; i++) {
         PCRE2_UCHAR *buf;
         PCRE2_SIZE blen;
         if (pcre2_substring_get_byname(s->md, (PCRE2_SPTR)rt->names[i], &buf, &blen) != 0)
@@ -360,6 +361,17 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     }
     if (benign)
         verdict = EXPL_LINE_BENIGN;
+    if (!benign && !failed && s->cat->ntables) {
+        bool captured;
+        long e = expl_codes_match(s->cat, line, len, s->md, &captured);
+        if (e >= 0) {
+            s->no_captures = !captured;
+            record_failure(s, (size_t)e, line, len, lineno);
+            s->no_captures = false;
+            failed = true;
+            verdict = EXPL_LINE_FAILURE;
+        }
+    }
     for (size_t i = 0; i < s->nhits; i++) {
         size_t e = s->hits[i];
         if (s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
@@ -415,15 +427,17 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
         abort();
     s->cand = hbm_xcalloc(cat->n + 1, 1);
     s->hits = hbm_xcalloc(cat->n + 1, sizeof *s->hits);
-    s->finding_of = hbm_xmalloc((cat->n + 1) * sizeof *s->finding_of);
-    for (size_t i = 0; i <= cat->n; i++)
+    s->finding_of = hbm_xmalloc((cat->n + cat->ncodes + 1) * sizeof *s->finding_of);
+    for (size_t i = 0; i <= cat->n + cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
     expl_needles_init(&s->errwords, true);
     for (size_t i = 0; error_words[i]; i++)
         expl_needles_add(&s->errwords, error_words[i], 0);
     expl_prefilter_init(&s->pf);
-    for (size_t i = 0; i < cat->kw.n; i++)
-        expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n, cat->kw.fold);
+    const expl_needles *sets[] = {&cat->kw, &cat->code_kw, &cat->code_lit};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            expl_prefilter_add(&s->pf, sets[k]->v[i].s, sets[k]->v[i].n, sets[k]->fold);
     for (size_t i = 0; error_words[i]; i++)
         expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
     expl_structure_init(&s->st, &s->pf);
@@ -494,7 +508,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     }
     *out = s->rep;
     memset(&s->rep, 0, sizeof s->rep);
-    for (size_t i = 0; i <= s->cat->n; i++)
+    for (size_t i = 0; i <= s->cat->n + s->cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
     expl_structure_reset(&s->st);
 }

@@ -18,7 +18,7 @@
 #define CATALOG_SCHEMA "hbmctl.signatures/1"
 
 static const char *const known_checks[] = {"holders", "port", "servers", "visible_devices",
-                                           "health", "dev_shm", NULL};
+                                           "health", "dev_shm", "kernel_log", NULL};
 
 /* ---- locating ---- */
 
@@ -497,7 +497,7 @@ static int load_entry(loader *ld, json_t *e, hbm_sig *s, expl_rt *rt, uint32_t *
             ok |= strcmp(known_checks[j], s->checks[i]) == 0;
         if (!ok)
             return bad(ld, "check '%s' is not one of holders, port, servers, visible_devices, "
-                           "health, dev_shm", s->checks[i]);
+                           "health, dev_shm, kernel_log", s->checks[i]);
     }
     json_t *prods = json_object_get(e, "products");
     if (failure && (!json_is_array(prods) || json_array_size(prods) == 0))

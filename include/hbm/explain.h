@@ -131,7 +131,7 @@ typedef struct hbm_explain_structure {
     int reached;       /* the latest phase the log showed, -1 = none */
     char *error;       /* owned: the terminal error, NULL when the log shows none */
     uint64_t error_line;
-    const char *error_kind; /* static: exception, fatal, exit, signal */
+    const char *error_kind; /* static: exception, fatal, exit, signal, known (a finding) */
     int phase;         /* the phase it failed in, -1 = before any */
     char *exit_text;   /* owned: the first exit code or signal line, NULL = none */
     uint64_t exit_line;

@@ -80,11 +80,14 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     wrap("cause: ", 4, f->sig->cause);
     if (f->sig->wrapper) {
         bool any = false;
-        for (size_t k = 0; k < idx; k++)
-            if (!rep->findings[k].sig->wrapper) {
+        /* The cause comes before a summary, or in the block printed right after it. */
+        for (size_t k = 0; k < rep->nfindings && !any; k++)
+            if (!rep->findings[k].sig->wrapper &&
+                (k < idx || rep->findings[k].line <= f->line + 20)) {
                 char why[200];
-                snprintf(why, sizeof why, "see [%zu] %s at line %llu above", k + 1,
-                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line);
+                snprintf(why, sizeof why, "see [%zu] %s at line %llu %s", k + 1,
+                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line,
+                         k < idx ? "above" : "below");
                 wrap("root cause: ", 4, why);
                 any = true;
                 break;
@@ -147,10 +150,9 @@ static void print_structure(const hbm_explain_report *rep)
         wrap("log: ", 0, buf);
     if (!st->error)
         return;
-    char *what = hbm_xasprintf("%s (line %llu)", st->error, (unsigned long long)st->error_line);
-    char *lead = hbm_xasprintf("failed in phase %s: ", hbm_explain_phase_name(st->phase));
-    wrap(lead, 0, what);
-    free(lead);
+    char *what = hbm_xasprintf("failed in phase %s: %s (line %llu)", hbm_explain_phase_name(st->phase),
+                               st->error, (unsigned long long)st->error_line);
+    cli_wrap_from(stdout, what, 0, 2, CLI_WIDTH, true);
     free(what);
     if (st->exit_text && st->exit_line != st->error_line) {
         char how[64];

@@ -43,6 +43,12 @@ struct hbm_explain_scanner {
     expl_prefilter pf; /* the keywords' and error words' anchors */
     expl_structure st;
     bool no_captures; /* the match being recorded came from a literal, md holds none */
+    char *prev; /* owned: the last line read when nothing matched it (HBM_EXPLAIN_LINE_MAX) */
+    size_t prev_len;
+    uint64_t prev_line;
+    size_t prev_finding; /* the finding the previous line opened, NO_FINDING = none */
+    char *join;     /* owned: the previous line and this one joined */
+    bool want_next; /* read the next line even where the prefilter sees nothing */
 };
 
 /* ---- cleaning ---- */
@@ -108,6 +114,70 @@ static size_t rfc3339_prefix(const char *s, size_t len)
     return p + 1;
 }
 
+/* A docker json-file record, {"log":"text\n","stream":...}: the text, unescaped in place. */
+static size_t json_log_record(char *line, size_t len)
+{
+    static const char head[] = "{\"log\":\"";
+    if (len < sizeof head || memcmp(line, head, sizeof head - 1) != 0)
+        return len;
+    size_t w = 0, r = sizeof head - 1;
+    for (; r < len && line[r] != '"'; r++) {
+        char c = line[r];
+        if (c == '\\' && r + 1 < len) {
+            c = line[++r];
+            c = c == 'n' || c == 't' || c == 'r' ? ' ' : c == 'u' ? '?' : c;
+            if (line[r] == 'u')
+                r += r + 4 < len ? 4 : 0; /* \uXXXX: escaped control or non-ASCII */
+        }
+        line[w++] = c;
+    }
+    while (w > 0 && line[w - 1] == ' ')
+        w--;
+    return w;
+}
+
+/* Length of a syslog or journald prefix, "Aug  3 02:38:39 host unit[123]: ", else 0. */
+static size_t syslog_prefix(const char *s, size_t len)
+{
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    bool month = false;
+    for (size_t m = 0; len > 15 && m < 12 && !month; m++)
+        month = memcmp(s, months + 3 * m, 3) == 0;
+    if (!month || s[3] != ' ' || s[6] != ' ' || s[9] != ':' || s[12] != ':' || s[15] != ' ' ||
+        !digits(s, len, 7, 2) || !digits(s, len, 13, 2))
+        return 0;
+    size_t p = 16;
+    while (p < len && s[p] != ' ' && s[p] != ':') /* the host */
+        p++;
+    size_t tag = ++p;
+    while (p < len && s[p] != ' ' && s[p] != ':')
+        p++;
+    if (p == tag || p + 1 >= len || s[p] != ':' || s[p + 1] != ' ')
+        return 0;
+    return p + 2;
+}
+
+/* Text pasted into an issue or a chat, or shipped by a log collector: quote markers
+ * ("> "), Markdown fences, docker's JSON records and a syslog or journald prefix are taken
+ * off so they hide no match. (An application's own "date time" prefix stays: it is
+ * content, and no pattern is anchored before it.) */
+static size_t unpaste(char *line, size_t len)
+{
+    len = json_log_record(line, len);
+    size_t p = 0;
+    while (p < len && line[p] == '>') { /* "> ", ">> ", "> > " */
+        p++;
+        while (p < len && line[p] == ' ')
+            p++;
+    }
+    if (len - p >= 3 && (memcmp(line + p, "```", 3) == 0 || memcmp(line + p, "~~~", 3) == 0))
+        p = len; /* a fence, with or without its language */
+    size_t d = syslog_prefix(line + p, len - p);
+    p += d;
+    memmove(line, line + p, len - p);
+    return len - p;
+}
+
 size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
 {
     *partial = false;
@@ -137,6 +207,7 @@ size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
             c = ' ';
         line[w++] = (char)c;
     }
+    w = unpaste(line, w);
     size_t skip = rfc3339_prefix(line, w);
     if (skip) {
         /* CRI (containerd, CRI-O): "TIME stdout F text"; P marks a partial record. */
@@ -342,49 +413,139 @@ static void on_error_word(void *ctx, uint32_t target)
     *(bool *)ctx = true;
 }
 
-static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+/* Matches the catalogue on one line of text: benign entries, then failures, then (on a
+ * real line) the vendors' code tables and the facts. Returns what the line is. */
+static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
+                      bool joined)
 {
     s->nhits = 0;
     expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
-    bool benign = false, failed = false;
     int verdict = EXPL_LINE_NONE;
-    for (size_t i = 0; i < s->nhits && !benign; i++)
+    for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++)
         if (s->cat->rt[s->hits[i]].kind == EXPL_BENIGN && match_entry(s, s->hits[i], line, len))
-            benign = true;
-    for (size_t i = 0; i < s->nhits && !benign && !failed; i++) {
+            verdict = EXPL_LINE_BENIGN;
+    for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++) {
         size_t e = s->hits[i];
         if (s->cat->rt[e].kind == EXPL_FAILURE && match_entry(s, e, line, len)) {
             record_failure(s, e, line, len, lineno);
-            failed = true;
             verdict = s->cat->sigs[e].wrapper ? EXPL_LINE_WRAPPER : EXPL_LINE_FAILURE;
         }
     }
-    if (benign)
-        verdict = EXPL_LINE_BENIGN;
-    if (!benign && !failed && s->cat->ntables) {
+    if (verdict == EXPL_LINE_NONE && !joined && s->cat->ntables) {
         bool captured;
         long e = expl_codes_match(s->cat, line, len, s->md, &captured);
         if (e >= 0) {
             s->no_captures = !captured;
             record_failure(s, (size_t)e, line, len, lineno);
             s->no_captures = false;
-            failed = true;
             verdict = EXPL_LINE_FAILURE;
         }
     }
     for (size_t i = 0; i < s->nhits; i++) {
         size_t e = s->hits[i];
-        if (s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
+        if (!joined && s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
             record_facts(s, e, lineno);
         s->cand[e] = 0;
     }
-    if (!benign && !failed) {
+    return verdict;
+}
+
+static bool word_byte(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Builds the previous line and this one joined: at a blank (leading blanks of this one
+ * dropped), or directly when the cut split a word. False when that join does not apply. */
+static bool build_join(hbm_explain_scanner *s, const char *line, size_t len, bool direct,
+                       size_t *n)
+{
+    size_t lead = 0;
+    while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
+        lead++;
+    if (direct && !(word_byte(s->prev[s->prev_len - 1]) && lead == 0 && len && word_byte(line[0])))
+        return false;
+    *n = s->prev_len;
+    memcpy(s->join, s->prev, *n);
+    if (!direct)
+        s->join[(*n)++] = ' ';
+    memcpy(s->join + *n, line + (direct ? 0 : lead), len - (direct ? 0 : lead));
+    *n += len - (direct ? 0 : lead);
+    s->join[*n] = '\0';
+    return true;
+}
+
+/* The previous line matched an entry on its own, but the message goes on here: when the
+ * joined text gives the entry more of its numbers, the finding takes them. */
+static void upgrade_previous(hbm_explain_scanner *s, const char *line, size_t len)
+{
+    hbm_explain_finding *f = &s->rep.findings[s->prev_finding];
+    const expl_rt *rt = &s->cat->rt[f->sig - s->cat->sigs];
+    if (rt->nre == 0 || f->nnums == rt->nnames)
+        return;
+    size_t n;
+    for (int direct = 0; direct < 2; direct++) {
+        if (!build_join(s, line, len, direct, &n) || !match_entry(s, (size_t)(f->sig - s->cat->sigs), s->join, n))
+            continue;
+        hbm_explain_num *nums;
+        size_t nn;
+        take_captures(s, rt, &nums, &nn);
+        if (nn > f->nnums) {
+            for (size_t k = 0; k < f->nnums; k++)
+                free(f->nums[k].text);
+            free(f->nums);
+            f->nums = nums;
+            f->nnums = nn;
+            free(f->text);
+            f->text = hbm_xstrndup(s->join, n < TEXT_KEEP ? n : TEXT_KEEP);
+            return;
+        }
+        for (size_t k = 0; k < nn; k++)
+            free(nums[k].text);
+        free(nums);
+    }
+}
+
+/* A message wrapped over two lines by a terminal or by the page it was pasted into: the
+ * previous line and this one joined are matched as one line (reported at the first). */
+static int join_previous(hbm_explain_scanner *s, const char *line, size_t len)
+{
+    size_t n;
+    for (int direct = 0; direct < 2; direct++) {
+        if (!build_join(s, line, len, direct, &n))
+            continue;
+        int v = match_line(s, s->join, n, s->prev_line, true);
+        if (v == EXPL_LINE_FAILURE || v == EXPL_LINE_WRAPPER)
+            return v;
+    }
+    return EXPL_LINE_NONE;
+}
+
+static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+{
+    size_t before = s->rep.nfindings;
+    int verdict = match_line(s, line, len, lineno, false);
+    bool candidates = s->nhits > 0, adjacent = s->prev_len && s->prev_line + 1 == lineno;
+    if (verdict == EXPL_LINE_NONE && adjacent && s->prev_finding == NO_FINDING)
+        verdict = join_previous(s, line, len);
+    else if (verdict == EXPL_LINE_NONE && adjacent)
+        upgrade_previous(s, line, len);
+    if (verdict == EXPL_LINE_NONE) {
         bool looks = false;
         expl_needles_scan(&s->errwords, line, len, on_error_word, &looks);
         if (looks)
             push_tail(&s->rep, line, len, lineno);
     }
     expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict);
+    /* Kept for the next line, which may continue it; a line with a keyword may be the
+     * first half of a wrapped message, so the next line is read even where the prefilter
+     * sees nothing in it. */
+    bool opened = s->rep.nfindings > before && verdict != EXPL_LINE_NONE;
+    s->prev_len = verdict == EXPL_LINE_NONE || opened ? len : 0;
+    memcpy(s->prev, line, s->prev_len);
+    s->prev_line = lineno;
+    s->prev_finding = opened ? before : NO_FINDING;
+    s->want_next = candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER;
 }
 
 /* ---- streaming ---- */
@@ -422,6 +583,9 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     s->cat = cat;
     s->line = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
     s->pending = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->prev = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->join = hbm_xmalloc(2 * HBM_EXPLAIN_LINE_MAX + 2);
+    s->prev_finding = NO_FINDING;
     s->md = pcre2_match_data_create(cat->max_ovector ? cat->max_ovector : 1, NULL);
     if (!s->md)
         abort();
@@ -465,7 +629,7 @@ void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
 {
     s->rep.bytes += n;
     while (n > 0) {
-        if (s->len == 0 && !s->cutting && s->plen == 0) {
+        if (s->len == 0 && !s->cutting && s->plen == 0 && !s->want_next) {
             size_t quiet = skip_quiet_lines(s, buf, n);
             buf += quiet;
             n -= quiet;
@@ -501,6 +665,17 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     }
     s->rep.lines = s->lineno;
     expl_structure_finish(&s->st, &s->rep.structure);
+    hbm_explain_structure *st = &s->rep.structure;
+    for (size_t i = 0; i < s->rep.nfindings && !st->error; i++) {
+        /* No exception, fatal line or exit in the log: the first known error is the end. */
+        const hbm_explain_finding *f = &s->rep.findings[i];
+        if (f->sig->wrapper || strcmp(f->sig->severity, "error") != 0)
+            continue;
+        st->error = hbm_xstrndup(f->text, 400);
+        st->error_line = f->line;
+        st->error_kind = "known";
+        st->phase = f->phase;
+    }
     /* Rendered at the end, so templates see facts from anywhere in the log. */
     for (size_t i = 0; i < s->rep.nfindings; i++) {
         hbm_explain_finding *f = &s->rep.findings[i];
@@ -511,6 +686,9 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     for (size_t i = 0; i <= s->cat->n + s->cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
     expl_structure_reset(&s->st);
+    s->prev_len = 0;
+    s->prev_finding = NO_FINDING;
+    s->want_next = false;
 }
 
 void hbm_explain_scanner_free(hbm_explain_scanner *s)
@@ -520,6 +698,8 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     hbm_explain_report_free(&s->rep);
     free(s->line);
     free(s->pending);
+    free(s->prev);
+    free(s->join);
     pcre2_match_data_free(s->md);
     free(s->cand);
     free(s->hits);

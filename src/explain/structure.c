@@ -190,7 +190,7 @@ void expl_structure_init(expl_structure *st, expl_prefilter *pf)
     st->exit_re = compile(
         "(?:exit(?:ed with)? code|exitcode|exit status|non-zero exit status)[:= ]*"
         "(?<code>-?\\d+)|<Signals\\.(?<sig>SIG[A-Z]+): (?<signo>\\d+)>"
-        "|(?:killed|terminated) by signal:? (?<signo2>\\d+)|^\\s*(?<killed>Killed)\\s*$"
+        "|(?:killed|terminated) by signal:? (?<signo2>\\d+)|(?:^|[\\s:])(?<killed>Killed)(?:\\s*$|\\s{2,})"
         "|(?<segv>Segmentation fault)|(?<abrt>Aborted) \\(core dumped\\)|(?<oomk>OOMKilled)");
     st->ver_re = compile("(?:API server version |LLM engine \\(v|vllm_ascend version:? |"
                          "sglang(?:==| version:? )|MindIE[ -]Service version:? )"

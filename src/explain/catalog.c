@@ -113,7 +113,9 @@ void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
         unsigned h = (unsigned)fold_byte(s[i], ns->fold) << 8 | fold_byte(s[i + 1], ns->fold);
         for (int32_t k = ns->head[h]; k >= 0; k = ns->v[k].next) {
             const expl_needle *nd = &ns->v[k];
-            if (nd->n > len - i)
+            /* Needles sharing their first two bytes are told apart by their last first. */
+            if (nd->n > len - i ||
+                fold_byte(s[i + nd->n - 1], ns->fold) != fold_byte((unsigned char)nd->s[nd->n - 1], ns->fold))
                 continue;
             if (ns->fold ? strncasecmp(line + i, nd->s, nd->n) == 0
                          : memcmp(line + i, nd->s, nd->n) == 0)

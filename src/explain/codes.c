@@ -301,36 +301,22 @@ static long family_of(const expl_code_table *ct, const char *code, size_t n)
     return best;
 }
 
-typedef struct hit_ctx {
-    long first;
-    uint8_t tables[64]; /* bitmap of tables hit */
-} hit_ctx;
-
-static void on_lit(void *ctx, uint32_t e)
-{
-    hit_ctx *h = ctx;
-    if (h->first < 0 || (long)e < h->first)
-        h->first = (long)e;
-}
-
-static void on_table(void *ctx, uint32_t t)
-{
-    hit_ctx *h = ctx;
-    if (t < 512)
-        h->tables[t / 8] |= (uint8_t)(1u << (t % 8));
-}
-
 long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
-                      pcre2_match_data *md, bool *captured)
+                      pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
+                      const uint32_t *tabs, size_t ntabs)
 {
     *captured = false;
-    hit_ctx h = {.first = -1};
-    expl_needles_scan(&cat->code_lit, line, len, on_lit, &h);
-    if (h.first >= 0)
-        return h.first;
-    expl_needles_scan(&cat->code_kw, line, len, on_table, &h);
-    for (size_t t = 0; t < cat->ntables && t < 512; t++) {
-        if (!(h.tables[t / 8] & (1u << (t % 8))))
+    long first = -1;
+    for (size_t i = 0; i < nlits; i++)
+        if (first < 0 || (long)lits[i] < first)
+            first = (long)lits[i];
+    if (first >= 0)
+        return first;
+    for (size_t t = 0; t < cat->ntables; t++) {
+        bool hit = false;
+        for (size_t i = 0; i < ntabs && !hit; i++)
+            hit = tabs[i] == t;
+        if (!hit)
             continue;
         const expl_code_table *ct = &cat->tables[t];
         for (size_t r = 0; r < ct->nre; r++) {

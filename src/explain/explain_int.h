@@ -126,9 +126,11 @@ double expl_capture_value(const char *text, const expl_rt *rt, const char *name,
 /* Loads the code tables at path into cat (codes.c). */
 int expl_codes_load(hbm_catalog *cat, const char *path, hbm_err *err);
 void expl_codes_free(hbm_catalog *cat);
-/* The entry a line's vendor code names, or -1; *captured says whether md holds the match. */
+/* The entry a line's vendor code names, or -1; *captured says whether md holds the match.
+ * lits: the code_lit targets found in the line; tabs: the code_kw targets. */
 long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
-                      pcre2_match_data *md, bool *captured);
+                      pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
+                      const uint32_t *tabs, size_t ntabs);
 
 /* The structure reader (structure.c). */
 typedef struct expl_candidate {
@@ -138,11 +140,9 @@ typedef struct expl_candidate {
 } expl_candidate;
 
 typedef struct expl_structure {
-    expl_needles marks; /* phase, engine and exit literals */
     pcre2_code *exc_re, *exit_re, *ver_re; /* owned */
     pcre2_match_data *md;                  /* owned */
     int cur_phase;
-    bool tb_seen;
     expl_candidate exc;      /* the last exception line */
     expl_candidate exc_root; /* the last one that is not a summary pointing above */
     expl_candidate fatal;    /* the first fatal line */
@@ -151,10 +151,14 @@ typedef struct expl_structure {
 /* What the catalogue made of a line, for the structure reader. */
 enum { EXPL_LINE_NONE, EXPL_LINE_BENIGN, EXPL_LINE_FAILURE, EXPL_LINE_WRAPPER };
 
-/* Adds the reader's literals to pf so the lines holding them reach it. */
-void expl_structure_init(expl_structure *st, expl_prefilter *pf);
+/* Adds the reader's literals to into (targets ORed with tag) and to pf, so the lines
+ * holding them reach it; the scanner finds them with its other literals in one pass. */
+void expl_structure_init(expl_structure *st, expl_prefilter *pf, expl_needles *into,
+                         uint32_t tag);
+/* marks: the targets (tag removed) of the reader's literals found in the line. */
 void expl_structure_line(expl_structure *st, hbm_explain_structure *out, const char *line,
-                         size_t len, uint64_t lineno, int verdict);
+                         size_t len, uint64_t lineno, int verdict, const uint32_t *marks,
+                         size_t nmarks);
 void expl_structure_finish(expl_structure *st, hbm_explain_structure *out);
 /* Forgets the log read so far (the scanner is used again). */
 void expl_structure_reset(expl_structure *st);

@@ -17,6 +17,9 @@
 #define TEXT_KEEP 2048 /* bytes of a matching line kept for the report */
 #define TAIL_KEEP 400  /* bytes of an error-looking line kept */
 #define NO_FINDING ((size_t)-1)
+#define XKIND_SHIFT 29 /* extra literals' targets: kind in the top bits */
+#define XKIND_KEYWORD 3 /* a catalogue keyword; 0-2 index xhits */
+#define JOIN_MIN 40    /* a line shorter than this was not wrapped by a terminal or a page */
 
 /* Words that make an unknown line look like an error (case-insensitive). */
 static const char *const error_words[] = {
@@ -42,11 +45,15 @@ struct hbm_explain_scanner {
     expl_needles errwords;
     expl_prefilter pf; /* the keywords' and error words' anchors */
     expl_structure st;
+    expl_needles extra; /* code literals, code-table keywords, the structure's literals */
+    uint32_t xhits[3][64]; /* per line, by kind: code literal, table, structure literal */
+    size_t nx[3];
     bool no_captures; /* the match being recorded came from a literal, md holds none */
     char *prev; /* owned: the last line read when nothing matched it (HBM_EXPLAIN_LINE_MAX) */
     size_t prev_len;
     uint64_t prev_line;
     size_t prev_finding; /* the finding the previous line opened, NO_FINDING = none */
+    bool prev_candidates; /* the previous line held a keyword */
     char *join;     /* owned: the previous line and this one joined */
     bool want_next; /* read the next line even where the prefilter sees nothing */
 };
@@ -415,11 +422,23 @@ static void on_error_word(void *ctx, uint32_t target)
 
 /* Matches the catalogue on one line of text: benign entries, then failures, then (on a
  * real line) the vendors' code tables and the facts. Returns what the line is. */
+static void on_extra(void *ctx, uint32_t t)
+{
+    hbm_explain_scanner *s = ctx;
+    size_t kind = t >> XKIND_SHIFT;
+    if (kind == XKIND_KEYWORD)
+        on_keyword(s, t & ((1u << XKIND_SHIFT) - 1));
+    else if (s->nx[kind] < 64)
+        s->xhits[kind][s->nx[kind]++] = t & ((1u << XKIND_SHIFT) - 1);
+}
+
 static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
                       bool joined)
 {
-    s->nhits = 0;
-    expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
+    if (joined) { /* a real line's keywords came with the other literals (process_line) */
+        s->nhits = 0;
+        expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
+    }
     int verdict = EXPL_LINE_NONE;
     for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++)
         if (s->cat->rt[s->hits[i]].kind == EXPL_BENIGN && match_entry(s, s->hits[i], line, len))
@@ -433,7 +452,8 @@ static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint
     }
     if (verdict == EXPL_LINE_NONE && !joined && s->cat->ntables) {
         bool captured;
-        long e = expl_codes_match(s->cat, line, len, s->md, &captured);
+        long e = expl_codes_match(s->cat, line, len, s->md, &captured, s->xhits[0], s->nx[0],
+                                  s->xhits[1], s->nx[1]);
         if (e >= 0) {
             s->no_captures = !captured;
             record_failure(s, (size_t)e, line, len, lineno);
@@ -524,8 +544,14 @@ static int join_previous(hbm_explain_scanner *s, const char *line, size_t len)
 static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
 {
     size_t before = s->rep.nfindings;
+    s->nx[0] = s->nx[1] = s->nx[2] = 0;
+    s->nhits = 0;
+    expl_needles_scan(&s->extra, line, len, on_extra, s);
     int verdict = match_line(s, line, len, lineno, false);
-    bool candidates = s->nhits > 0, adjacent = s->prev_len && s->prev_line + 1 == lineno;
+    bool candidates = s->nhits > 0;
+    /* Joined only after a long line, where one of the two holds a keyword. */
+    bool adjacent = s->prev_len >= JOIN_MIN && s->prev_line + 1 == lineno &&
+                    (candidates || s->prev_candidates);
     if (verdict == EXPL_LINE_NONE && adjacent && s->prev_finding == NO_FINDING)
         verdict = join_previous(s, line, len);
     else if (verdict == EXPL_LINE_NONE && adjacent)
@@ -536,7 +562,8 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
         if (looks)
             push_tail(&s->rep, line, len, lineno);
     }
-    expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict);
+    expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
+                        s->nx[2]);
     /* Kept for the next line, which may continue it; a line with a keyword may be the
      * first half of a wrapped message, so the next line is read even where the prefilter
      * sees nothing in it. */
@@ -545,7 +572,11 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     memcpy(s->prev, line, s->prev_len);
     s->prev_line = lineno;
     s->prev_finding = opened ? before : NO_FINDING;
-    s->want_next = candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER;
+    s->prev_candidates = candidates;
+    /* Only a long line that stops mid-sentence can go on in the next one. */
+    char last = len ? line[len - 1] : '.';
+    s->want_next = (candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
+                   len >= JOIN_MIN && !strchr(".)]}!:", last);
 }
 
 /* ---- streaming ---- */
@@ -598,13 +629,21 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     for (size_t i = 0; error_words[i]; i++)
         expl_needles_add(&s->errwords, error_words[i], 0);
     expl_prefilter_init(&s->pf);
-    const expl_needles *sets[] = {&cat->kw, &cat->code_kw, &cat->code_lit};
+    const expl_needles *sets[] = {&cat->kw, &cat->code_lit, &cat->code_kw};
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
             expl_prefilter_add(&s->pf, sets[k]->v[i].s, sets[k]->v[i].n, sets[k]->fold);
+    /* One pass per line finds the catalogue's keywords, the code tables' literals and the
+     * structure reader's. */
+    expl_needles_init(&s->extra, false);
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            expl_needles_add(&s->extra, sets[k]->v[i].s,
+                             (uint32_t)(k ? k - 1 : XKIND_KEYWORD) << XKIND_SHIFT |
+                                 sets[k]->v[i].target);
     for (size_t i = 0; error_words[i]; i++)
         expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
-    expl_structure_init(&s->st, &s->pf);
+    expl_structure_init(&s->st, &s->pf, &s->extra, 2u << XKIND_SHIFT);
     return s;
 }
 
@@ -707,6 +746,7 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     expl_needles_free(&s->errwords);
     expl_prefilter_free(&s->pf);
     expl_structure_free(&s->st);
+    expl_needles_free(&s->extra);
     free(s);
 }
 

@@ -27,7 +27,7 @@ typedef struct marker {
 } marker;
 
 /* Log lines of vLLM (V0, V1), vllm-ascend, SGLang and MindIE, and the functions that run
- * each phase as they appear in traceback frames ("in profile_run"). */
+ * each phase as they appear in traceback frames ("profile_run"). */
 static const marker markers[] = {
     {"Starting to load model", PH_WEIGHTS},
     {"Loading safetensors checkpoint shards", PH_WEIGHTS},
@@ -35,25 +35,25 @@ static const marker markers[] = {
     {"Model loading took", PH_WEIGHTS},
     {"Load weight begin", PH_WEIGHTS},
     {"Load weight end", PH_WEIGHTS},
-    {"in load_model", PH_WEIGHTS},
-    {"in load_weights", PH_WEIGHTS},
-    {"in _initialize_model", PH_WEIGHTS},
-    {"in profile_run", PH_PROFILE},
-    {"in determine_available_memory", PH_PROFILE},
-    {"in determine_num_available_blocks", PH_PROFILE},
-    {"in _determine_available_memory", PH_PROFILE},
+    {"load_model", PH_WEIGHTS},
+    {"load_weights", PH_WEIGHTS},
+    {"_initialize_model", PH_WEIGHTS},
+    {"profile_run", PH_PROFILE},
+    {"determine_available_memory", PH_PROFILE},
+    {"determine_num_available_blocks", PH_PROFILE},
+    {"_determine_available_memory", PH_PROFILE},
     {"Memory profiling takes", PH_PROFILE},
-    {"in profile_max_num_token", PH_PROFILE},
+    {"profile_max_num_token", PH_PROFILE},
     {"Available KV cache memory", PH_KV},
     {"GPU KV cache size", PH_KV},
     {"# GPU blocks", PH_KV},
     {"# NPU blocks", PH_KV},
     {"# npu blocks", PH_KV},
     {"# cuda blocks", PH_KV},
-    {"in initialize_kv_cache", PH_KV},
-    {"in _initialize_kv_caches", PH_KV},
-    {"in initialize_from_config", PH_KV},
-    {"in init_memory_pool", PH_KV},
+    {"initialize_kv_cache", PH_KV},
+    {"_initialize_kv_caches", PH_KV},
+    {"initialize_from_config", PH_KV},
+    {"init_memory_pool", PH_KV},
     {"KV Cache is allocated", PH_KV},
     {"Memory pool end", PH_KV},
     {"Maximum concurrency for", PH_KV},
@@ -64,14 +64,10 @@ static const marker markers[] = {
     {"Capture npu graph begin", PH_GRAPH},
     {"Capturing ACL graph", PH_GRAPH},
     {"Graph capturing finished", PH_GRAPH},
-    {"in capture_model", PH_GRAPH},
-    {"in init_cuda_graphs", PH_GRAPH},
-    {"in capture", PH_GRAPH},
-    {"in compile_or_warm_up_model", PH_WARMUP},
-    {"in _dummy_sampler_run", PH_WARMUP},
-    {"in warm_up", PH_WARMUP},
-    {"in warmup", PH_WARMUP},
-    {"in _warm_up", PH_WARMUP},
+    {"capture_model", PH_GRAPH},
+    {"init_cuda_graphs", PH_GRAPH},
+    {"compile_or_warm_up_model", PH_WARMUP},
+    {"_dummy_sampler_run", PH_WARMUP},
     {"warm up", PH_WARMUP},
     {"Warm up", PH_WARMUP},
     {"warmup model", PH_WARMUP},
@@ -80,7 +76,6 @@ static const marker markers[] = {
     {"Starting vLLM API server", PH_SERVING},
     {"The server is fired up and ready to roll", PH_SERVING},
     {"Daemon start success", PH_SERVING},
-    {"Avg prompt throughput", PH_SERVING},
 };
 
 typedef struct engine_mark {
@@ -174,18 +169,22 @@ static pcre2_code *compile(const char *re)
     return c;
 }
 
-void expl_structure_init(expl_structure *st, expl_prefilter *pf)
+void expl_structure_init(expl_structure *st, expl_prefilter *pf, expl_needles *into,
+                         uint32_t tag)
 {
     memset(st, 0, sizeof *st);
-    expl_needles_init(&st->marks, false);
     for (size_t i = 0; i < N_MARKERS; i++)
-        expl_needles_add(&st->marks, markers[i].s, (uint32_t)i);
+        expl_needles_add(into, markers[i].s, tag | (uint32_t)i);
     for (size_t i = 0; i < N_ENGINES; i++)
-        expl_needles_add(&st->marks, engine_marks[i].s, T_ENGINE + (uint32_t)i);
+        expl_needles_add(into, engine_marks[i].s, tag | (T_ENGINE + (uint32_t)i));
     for (size_t i = 0; i < N_EXITS; i++)
-        expl_needles_add(&st->marks, exit_marks[i], T_EXIT + (uint32_t)i);
-    for (size_t i = 0; i < st->marks.n; i++)
-        expl_prefilter_add(pf, st->marks.v[i].s, st->marks.v[i].n, false);
+        expl_needles_add(into, exit_marks[i], tag | (T_EXIT + (uint32_t)i));
+    for (size_t i = 0; i < N_MARKERS; i++)
+        expl_prefilter_add(pf, markers[i].s, strlen(markers[i].s), false);
+    for (size_t i = 0; i < N_ENGINES; i++)
+        expl_prefilter_add(pf, engine_marks[i].s, strlen(engine_marks[i].s), false);
+    for (size_t i = 0; i < N_EXITS; i++)
+        expl_prefilter_add(pf, exit_marks[i], strlen(exit_marks[i]), false);
     /* An exception as Python prints it, after any logger prefix: "ValueError: ...". */
     st->exc_re = compile("(?:^|[\\s\\]):|>])((?:[A-Za-z_]\\w*\\.)*[A-Z]\\w*(?:Error|Exception)"
                          ")(?::\\s|:?\\s*$)");
@@ -212,12 +211,10 @@ void expl_structure_reset(expl_structure *st)
     memset(&st->exc_root, 0, sizeof st->exc_root);
     memset(&st->fatal, 0, sizeof st->fatal);
     st->cur_phase = -1;
-    st->tb_seen = false;
 }
 
 void expl_structure_free(expl_structure *st)
 {
-    expl_needles_free(&st->marks);
     pcre2_code_free(st->exc_re);
     pcre2_code_free(st->exit_re);
     pcre2_code_free(st->ver_re);
@@ -351,22 +348,23 @@ static void read_version(expl_structure *st, hbm_explain_structure *out, const c
 }
 
 void expl_structure_line(expl_structure *st, hbm_explain_structure *out, const char *line,
-                         size_t len, uint64_t lineno, int verdict)
+                         size_t len, uint64_t lineno, int verdict, const uint32_t *marks,
+                         size_t nmarks)
 {
     mark_ctx m = {.st = st, .out = out, .lineno = lineno};
-    expl_needles_scan(&st->marks, line, len, on_mark, &m);
+    for (size_t i = 0; i < nmarks; i++)
+        on_mark(&m, marks[i]);
     if (out->engine_line == lineno)
         read_version(st, out, line, len);
     if (verdict == EXPL_LINE_BENIGN)
         return;
-    if (memmem(line, len, "Traceback (most recent call last)", 33))
-        st->tb_seen = true;
-    if (m.exit_seen || memmem(line, len, "illed", 5) || memmem(line, len, "dumped", 6))
+    /* Only the first exit and the first fatal line count: later lines skip those tests. */
+    if (!out->exit_line && (m.exit_seen || memmem(line, len, "illed", 5) || memmem(line, len, "dumped", 6)))
         read_exit(st, out, line, len, lineno);
-    if (quiet_level(line, len))
+    bool exc_word = memmem(line, len, "Error", 5) || memmem(line, len, "Exception", 9);
+    if ((!exc_word && st->fatal.text) || quiet_level(line, len))
         return;
-    bool exc = (memmem(line, len, "Error", 5) || memmem(line, len, "Exception", 9)) &&
-               pcre2_match(st->exc_re, (PCRE2_SPTR)line, len, 0, 0, st->md, NULL) >= 0;
+    bool exc = exc_word && pcre2_match(st->exc_re, (PCRE2_SPTR)line, len, 0, 0, st->md, NULL) >= 0;
     if (exc) {
         const char *at = line + pcre2_get_ovector_pointer(st->md)[2];
         size_t rest = len - (size_t)(at - line);

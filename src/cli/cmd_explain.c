@@ -368,8 +368,8 @@ int cmd_explain(int argc, char **argv)
     const cli_spec spec = {
         .cmd = "explain", .usage = "[OPTIONS] [LOG|-] [-- vllm serve ...]", .about = about, .opts = opts,
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
-        .exits = "exit codes: 0 no failure, 1 the log shows a failure (known or not), 2 could not "
-                 "read (file:line named)\n",
+        .exits = "exit codes: 0 no failure, 1 the log shows a failure (known or not),\n"
+                 "2 could not read (file:line named)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);

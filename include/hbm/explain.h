@@ -98,6 +98,7 @@ typedef struct hbm_explain_fact {
 
 typedef struct hbm_explain_finding {
     const hbm_sig *sig; /* borrowed from the catalogue */
+    int phase;          /* start-up phase the log was in at its first line, -1 = before any */
     uint64_t line;      /* first matching line (1-based) */
     uint64_t last_line;
     uint64_t count;     /* matching lines */
@@ -118,6 +119,33 @@ typedef struct hbm_explain_tail_line {
     char *text; /* owned */
 } hbm_explain_tail_line;
 
+/* Start-up phases in the order engines go through them (hbm_explain_phase_name). */
+#define HBM_EXPLAIN_PHASES 6
+
+/* What any log shows of its own structure, whatever the catalogue knows. */
+typedef struct hbm_explain_structure {
+    char engine[24];   /* "vLLM", "vllm-ascend", "SGLang", "MindIE"; "" unknown */
+    char version[32];  /* "" unknown */
+    uint64_t engine_line;
+    uint64_t phase_line[HBM_EXPLAIN_PHASES]; /* first line showing each phase, 0 = none */
+    int reached;       /* the latest phase the log showed, -1 = none */
+    char *error;       /* owned: the terminal error, NULL when the log shows none */
+    uint64_t error_line;
+    const char *error_kind; /* static: exception, fatal, exit, signal, known (a finding) */
+    int phase;         /* the phase it failed in, -1 = before any */
+    char *exit_text;   /* owned: the first exit code or signal line, NULL = none */
+    uint64_t exit_line;
+    int exit_code;
+    bool has_exit_code;
+    int signal;        /* 0 = none */
+    int exit_phase;
+} hbm_explain_structure;
+
+const char *hbm_explain_phase_id(int phase);   /* "kv_cache"; "start" for -1 */
+const char *hbm_explain_phase_name(int phase); /* "KV cache"; "start-up" for -1 */
+/* Generic next steps for a failure in the phase (-1: before any). */
+size_t hbm_explain_phase_steps(int phase, const char *const **steps);
+
 typedef struct hbm_explain_report {
     hbm_explain_finding *findings; /* owned, in order of first line */
     size_t nfindings;
@@ -130,7 +158,11 @@ typedef struct hbm_explain_report {
     uint64_t lines;
     uint64_t bytes;
     uint64_t cut_lines; /* lines longer than HBM_EXPLAIN_LINE_MAX */
+    hbm_explain_structure structure;
 } hbm_explain_report;
+
+/* True when the log shows a failure: a catalogue finding or a terminal error. */
+bool hbm_explain_report_failed(const hbm_explain_report *rep);
 
 /* Strips ANSI escape sequences, carriage returns and container-log prefixes (RFC 3339
  * timestamps, the CRI "TIME stdout F " form) in place; returns the new length.

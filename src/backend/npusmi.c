@@ -458,6 +458,8 @@ typedef struct info_state {
     layout dev_a, dev_b, procs;
     enum section sec;
     bool table_started, awaiting_b, last_was_row, saw_any;
+    size_t border_len; /* the first border's length: a shorter one was cut */
+    int cut_border;    /* line of a border the paste ends inside, 0 = none */
     hbm_device *cur;
 } info_state;
 
@@ -606,6 +608,14 @@ static int finish_info(reader *r, info_state *st)
     }
     if (obs->ndevs == 0)
         return fail(r, "the paste ends before any device's rows are complete");
+    if (st->cut_border && st->procs.ncols == 0) {
+        /* The devices are complete, but what followed the border (the process table) is
+         * not there: who holds the memory is unknown, not "nobody". */
+        char why[sizeof obs->partial_why];
+        snprintf(why, sizeof why, "%s:%d: the paste ends inside a border line; the process "
+                 "table after it is missing", r->name, st->cut_border);
+        set_partial(obs, why);
+    }
     if (st->dev_a.ncols == 0)
         set_partial(obs, "only the process table was pasted; device memory is unknown");
     else if (st->last_was_row)
@@ -665,9 +675,14 @@ int hbm_npusmi_parse_info(hbm_obs *obs, const char *text, size_t len, const char
 
         if (n == 0)
             continue;
+        st.cut_border = 0;
         if (is_border(s, n)) {
             st.table_started = true;
             st.last_was_row = false;
+            if (!st.border_len)
+                st.border_len = n;
+            if (p == end && (n < st.border_len || s[n - 1] != '+'))
+                st.cut_border = r.line;
             if (st.awaiting_b)
                 return fail(&r, "border after the first row of NPU %lld: its second row "
                                 "is missing", (long long)st.cur->index);

@@ -80,11 +80,14 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     wrap("cause: ", 4, f->sig->cause);
     if (f->sig->wrapper) {
         bool any = false;
-        for (size_t k = 0; k < idx; k++)
-            if (!rep->findings[k].sig->wrapper) {
+        /* The cause comes before a summary, or in the block printed right after it. */
+        for (size_t k = 0; k < rep->nfindings && !any; k++)
+            if (!rep->findings[k].sig->wrapper &&
+                (k < idx || rep->findings[k].line <= f->line + 20)) {
                 char why[200];
-                snprintf(why, sizeof why, "see [%zu] %s at line %llu above", k + 1,
-                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line);
+                snprintf(why, sizeof why, "see [%zu] %s at line %llu %s", k + 1,
+                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line,
+                         k < idx ? "above" : "below");
                 wrap("root cause: ", 4, why);
                 any = true;
                 break;
@@ -130,16 +133,71 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     printf("\n");
 }
 
+/* The log's own structure: engine, phases, and where and how it failed. */
+static void print_structure(const hbm_explain_report *rep)
+{
+    const hbm_explain_structure *st = &rep->structure;
+    char buf[400] = "";
+    size_t n = 0;
+    if (st->engine[0])
+        n += (size_t)snprintf(buf, sizeof buf, "%s%s%s; ", st->engine, st->version[0] ? " " : "",
+                              st->version);
+    for (int p = 0, k = 0; p < HBM_EXPLAIN_PHASES && n < sizeof buf; p++)
+        if (st->phase_line[p])
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s (line %llu)", k++ ? ", " : "phases: ",
+                                  hbm_explain_phase_name(p), (unsigned long long)st->phase_line[p]);
+    if (buf[0])
+        wrap("log: ", 0, buf);
+    if (!st->error)
+        return;
+    char *what = hbm_xasprintf("failed in phase %s: %s (line %llu)", hbm_explain_phase_name(st->phase),
+                               st->error, (unsigned long long)st->error_line);
+    cli_wrap_from(stdout, what, 0, 2, CLI_WIDTH, true);
+    free(what);
+    if (st->exit_text && st->exit_line != st->error_line) {
+        char how[64];
+        if (st->signal)
+            snprintf(how, sizeof how, "killed by signal %d", st->signal);
+        else
+            snprintf(how, sizeof how, "exit code %d", st->exit_code);
+        char *line = hbm_xasprintf("%s at line %llu: %s", how, (unsigned long long)st->exit_line,
+                                   st->exit_text);
+        wrap("and: ", 0, line);
+        free(line);
+    }
+    bool known = false;
+    for (size_t i = 0; i < rep->nfindings; i++)
+        known |= !rep->findings[i].sig->wrapper;
+    if (known)
+        return; /* the findings below carry their own remedies */
+    const char *const *steps;
+    size_t ns = hbm_explain_phase_steps(st->phase, &steps);
+    printf("next steps for a failure in this phase:\n");
+    for (size_t k = 0; k < ns; k++) {
+        char num[16];
+        snprintf(num, sizeof num, "%zu. ", k + 1);
+        wrap(num, 2, steps[k]);
+    }
+}
+
 static void print_report(const char *path, const hbm_explain_report *rep,
                          const explain_plan_figures *figs, const char *live_note)
 {
     bool color = cli_color(stdout);
     char *name = hbm_xasprintf("%s:", strcmp(path, "-") == 0 ? "(stdin)" : path);
     char rest[96];
-    if (rep->nfindings == 0) {
+    if (rep->nfindings == 0 && rep->structure.error) {
+        snprintf(rest, sizeof rest, " no catalogue entry matches, but the log shows a failure "
+                                    "(%llu lines).", (unsigned long long)rep->lines);
+        cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
+    } else if (rep->nfindings == 0) {
         snprintf(rest, sizeof rest, " no known failure found in %llu lines.",
                  (unsigned long long)rep->lines);
         cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
+    }
+    if (rep->nfindings == 0) {
         if (rep->ntail) {
             printf("last error-looking lines:\n");
             for (size_t k = 0; k < rep->ntail; k++) {
@@ -155,6 +213,7 @@ static void print_report(const char *path, const hbm_explain_report *rep,
                  rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
                  rep->lines == 1 ? "" : "s");
         cli_print_path(stdout, "", name, rest);
+        print_structure(rep);
         printf("\n");
         for (size_t i = 0; i < rep->nfindings; i++)
             print_finding(rep, i, &figs[i], color);
@@ -268,7 +327,7 @@ static int explain_main(const cli_common *c, int mode, const char *catalog, bool
         cli_errorf("explain: %s", err.msg);
     } else {
         explain_output(c, mode, cat, cat_path, path, &rep, po);
-        rc = rep.nfindings ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+        rc = hbm_explain_report_failed(&rep) ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
         hbm_explain_report_free(&rep);
     }
     free(cat_path);
@@ -309,8 +368,8 @@ int cmd_explain(int argc, char **argv)
     const cli_spec spec = {
         .cmd = "explain", .usage = "[OPTIONS] [LOG|-] [-- vllm serve ...]", .about = about, .opts = opts,
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
-        .exits = "exit codes: 0 no known failure, 1 failures found, 2 could not read (file:line "
-                 "named)\n",
+        .exits = "exit codes: 0 no failure, 1 the log shows a failure (known or not),\n"
+                 "2 could not read (file:line named)\n",
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);

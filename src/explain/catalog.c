@@ -18,7 +18,7 @@
 #define CATALOG_SCHEMA "hbmctl.signatures/1"
 
 static const char *const known_checks[] = {"holders", "port", "servers", "visible_devices",
-                                           "health", "dev_shm", NULL};
+                                           "health", "dev_shm", "kernel_log", NULL};
 
 /* ---- locating ---- */
 
@@ -75,58 +75,6 @@ int hbm_explain_catalog_locate(const char *explicit_path, char **path, const cha
                 tried[0] ? tried : "executable path unknown", src);
     free(src);
     return -1;
-}
-
-/* ---- literal needles ---- */
-
-static unsigned char fold_byte(unsigned char c, bool fold)
-{
-    return fold ? (unsigned char)tolower(c) : c;
-}
-
-void expl_needles_init(expl_needles *ns, bool fold)
-{
-    memset(ns, 0, sizeof *ns);
-    ns->fold = fold;
-    ns->head = hbm_xmalloc(65536 * sizeof *ns->head);
-    for (size_t i = 0; i < 65536; i++)
-        ns->head[i] = -1;
-}
-
-void expl_needles_add(expl_needles *ns, const char *s, uint32_t target)
-{
-    size_t n = strlen(s);
-    if (n < 2)
-        return;
-    hbm_grow((void **)&ns->v, &ns->cap, ns->n, sizeof *ns->v);
-    unsigned h = (unsigned)fold_byte((unsigned char)s[0], ns->fold) << 8 |
-                 fold_byte((unsigned char)s[1], ns->fold);
-    ns->v[ns->n] = (expl_needle){.s = s, .n = n, .next = ns->head[h], .target = target};
-    ns->head[h] = (int32_t)ns->n++;
-}
-
-void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
-                       void (*hit)(void *ctx, uint32_t target), void *ctx)
-{
-    const unsigned char *s = (const unsigned char *)line;
-    for (size_t i = 0; i + 1 < len; i++) {
-        unsigned h = (unsigned)fold_byte(s[i], ns->fold) << 8 | fold_byte(s[i + 1], ns->fold);
-        for (int32_t k = ns->head[h]; k >= 0; k = ns->v[k].next) {
-            const expl_needle *nd = &ns->v[k];
-            if (nd->n > len - i)
-                continue;
-            if (ns->fold ? strncasecmp(line + i, nd->s, nd->n) == 0
-                         : memcmp(line + i, nd->s, nd->n) == 0)
-                hit(ctx, nd->target);
-        }
-    }
-}
-
-void expl_needles_free(expl_needles *ns)
-{
-    free(ns->head);
-    free(ns->v);
-    memset(ns, 0, sizeof *ns);
 }
 
 /* ---- values ---- */
@@ -497,7 +445,7 @@ static int load_entry(loader *ld, json_t *e, hbm_sig *s, expl_rt *rt, uint32_t *
             ok |= strcmp(known_checks[j], s->checks[i]) == 0;
         if (!ok)
             return bad(ld, "check '%s' is not one of holders, port, servers, visible_devices, "
-                           "health, dev_shm", s->checks[i]);
+                           "health, dev_shm, kernel_log", s->checks[i]);
     }
     json_t *prods = json_object_get(e, "products");
     if (failure && (!json_is_array(prods) || json_array_size(prods) == 0))
@@ -554,10 +502,13 @@ int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
         return hbm_err_set(err, "%s:%d:%d: %s", origin, je.line, je.column, je.text);
     hbm_catalog *cat = hbm_xcalloc(1, sizeof *cat);
     expl_needles_init(&cat->kw, false);
+    expl_needles_init(&cat->code_kw, false);
+    expl_needles_init(&cat->code_lit, false);
     loader ld = {.origin = origin, .err = err};
     json_t *schema = json_object_get(root, "schema");
     json_t *entries = json_object_get(root, "entries");
     json_t *servers = json_object_get(root, "servers");
+    json_t *codes = json_object_get(root, "code_tables");
     if (!json_is_object(root) || !json_is_string(schema) ||
         strcmp(json_string_value(schema), CATALOG_SCHEMA) != 0) {
         hbm_err_set(err, "%s: not a signature catalogue (\"schema\": \"%s\" expected)", origin,
@@ -568,6 +519,12 @@ int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
         hbm_err_set(err, "%s: \"entries\" must be a non-empty array", origin);
         goto fail;
     }
+    if (codes && (!json_is_string(codes) || json_string_length(codes) == 0)) {
+        hbm_err_set(err, "%s: \"code_tables\" must be a file name", origin);
+        goto fail;
+    }
+    if (codes)
+        cat->codes_file = hbm_xstrdup(json_string_value(codes));
     if (servers) {
         if (!json_is_array(servers)) {
             hbm_err_set(err, "%s: \"servers\" must be an array of strings", origin);
@@ -622,6 +579,19 @@ int hbm_explain_catalog_load(const char *path, hbm_catalog **out, hbm_err *err)
         return -1;
     int rc = hbm_explain_catalog_parse(text, len, path, out, err);
     free(text);
+    if (rc < 0 || !(*out)->codes_file)
+        return rc;
+    /* The code tables sit next to the catalogue that names them (installed together). */
+    const char *slash = strrchr(path, '/');
+    char *codes = (*out)->codes_file[0] == '/' ? hbm_xstrdup((*out)->codes_file)
+                  : slash ? hbm_xasprintf("%.*s/%s", (int)(slash - path), path, (*out)->codes_file)
+                          : hbm_xstrdup((*out)->codes_file);
+    rc = expl_codes_load(*out, codes, err);
+    free(codes);
+    if (rc < 0) {
+        hbm_explain_catalog_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -629,12 +599,16 @@ void hbm_explain_catalog_free(hbm_catalog *cat)
 {
     if (!cat)
         return;
-    for (size_t i = 0; i < cat->n; i++)
+    for (size_t i = 0; i < cat->n + cat->ncodes; i++)
         free_sig(&cat->sigs[i], &cat->rt[i]);
     free(cat->sigs);
     free(cat->rt);
     free_strings(cat->servers, cat->nservers);
+    free(cat->codes_file);
+    expl_codes_free(cat);
     expl_needles_free(&cat->kw);
+    expl_needles_free(&cat->code_kw);
+    expl_needles_free(&cat->code_lit);
     free(cat);
 }
 
@@ -650,7 +624,7 @@ const hbm_sig *hbm_explain_catalog_get(const hbm_catalog *cat, size_t i)
 
 const hbm_sig *hbm_explain_catalog_find(const hbm_catalog *cat, const char *id)
 {
-    for (size_t i = 0; i < cat->n; i++)
+    for (size_t i = 0; i < cat->n + cat->ncodes; i++)
         if (strcmp(cat->sigs[i].id, id) == 0)
             return &cat->sigs[i];
     return NULL;

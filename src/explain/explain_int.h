@@ -80,10 +80,39 @@ enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
 /* Templates name a fact remembered from the log as log_<capture>, e.g. {log_port}. */
 #define EXPL_FACT_PREFIX "log_"
 
+/* A vendor's code table (data/codes.json): its entries and families are catalogue
+ * entries after the signatures (hbm_catalog.ncodes of them). */
+typedef struct expl_code_key {
+    char *key; /* owned: a code or a name */
+    uint32_t entry;
+} expl_code_key;
+
+typedef struct expl_code_family {
+    char *prefix; /* owned; '?' is any character */
+    uint32_t entry;
+} expl_code_family;
+
+typedef struct expl_code_table {
+    pcre2_code **re; /* owned: each has a (?<code>...) capture */
+    size_t nre;
+    expl_code_key *keys; /* owned */
+    size_t nkeys;
+    expl_code_family *fams; /* owned */
+    size_t nfams;
+    char **kw; /* owned: literals that bring a line to the patterns */
+    size_t nkw;
+} expl_code_table;
+
 struct hbm_catalog {
-    hbm_sig *sigs; /* owned */
+    hbm_sig *sigs; /* owned: the signatures, then the code tables' entries */
     expl_rt *rt;   /* owned, parallel to sigs */
-    size_t n;
+    size_t n;      /* signatures (data/signatures.json) */
+    size_t ncodes; /* code-table entries after them */
+    char *codes_file; /* owned: "code_tables" as the catalogue names it, NULL = none */
+    expl_code_table *tables; /* owned */
+    size_t ntables;
+    expl_needles code_kw;  /* table keyword -> table */
+    expl_needles code_lit; /* an entry's own literal (name, message) -> entry */
     char **servers; /* owned */
     size_t nservers;
     expl_needles kw; /* keyword -> entry index */
@@ -93,5 +122,46 @@ struct hbm_catalog {
 /* Value of a capture text: a number (commas allowed) times the unit, or a size with its
  * own unit ("136.00 MiB"), else NAN. *bytes says whether it is a size. */
 double expl_capture_value(const char *text, const expl_rt *rt, const char *name, bool *bytes);
+
+/* Loads the code tables at path into cat (codes.c). */
+int expl_codes_load(hbm_catalog *cat, const char *path, hbm_err *err);
+void expl_codes_free(hbm_catalog *cat);
+/* The entry a line's vendor code names, or -1; *captured says whether md holds the match.
+ * lits: the code_lit targets found in the line; tabs: the code_kw targets. */
+long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
+                      pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
+                      const uint32_t *tabs, size_t ntabs);
+
+/* The structure reader (structure.c). */
+typedef struct expl_candidate {
+    char *text; /* owned */
+    uint64_t line;
+    int phase;
+} expl_candidate;
+
+typedef struct expl_structure {
+    pcre2_code *exc_re, *exit_re, *ver_re; /* owned */
+    pcre2_match_data *md;                  /* owned */
+    int cur_phase;
+    expl_candidate exc;      /* the last exception line */
+    expl_candidate exc_root; /* the last one that is not a summary pointing above */
+    expl_candidate fatal;    /* the first fatal line */
+} expl_structure;
+
+/* What the catalogue made of a line, for the structure reader. */
+enum { EXPL_LINE_NONE, EXPL_LINE_BENIGN, EXPL_LINE_FAILURE, EXPL_LINE_WRAPPER };
+
+/* Adds the reader's literals to into (targets ORed with tag) and to pf, so the lines
+ * holding them reach it; the scanner finds them with its other literals in one pass. */
+void expl_structure_init(expl_structure *st, expl_prefilter *pf, expl_needles *into,
+                         uint32_t tag);
+/* marks: the targets (tag removed) of the reader's literals found in the line. */
+void expl_structure_line(expl_structure *st, hbm_explain_structure *out, const char *line,
+                         size_t len, uint64_t lineno, int verdict, const uint32_t *marks,
+                         size_t nmarks);
+void expl_structure_finish(expl_structure *st, hbm_explain_structure *out);
+/* Forgets the log read so far (the scanner is used again). */
+void expl_structure_reset(expl_structure *st);
+void expl_structure_free(expl_structure *st);
 
 #endif

@@ -4,11 +4,15 @@
  * visible devices match the tensor-parallel size). Host facts answer the port, server and
  * holder checks even on a machine without an accelerator backend. */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "explain_int.h"
 #include "hbm/util.h"
@@ -485,6 +489,102 @@ static void check_dev_shm(live_ctx *lc, out *o)
         say(o, "no nccl-* object in /dev/shm now");
 }
 
+#define KMSG_KEEP 3
+#define KMSG_MAX_BYTES (16u << 20) /* the ring is a few MiB; a file given in its place is cut */
+
+typedef struct oom_kill {
+    int pid;
+    char name[64];
+} oom_kill;
+
+/* One kernel log record: "prio,seq,usec,flags;text" from /dev/kmsg, or a dmesg line. */
+static void kmsg_line(const char *line, oom_kill *kills, size_t *n)
+{
+    const char *at = strstr(line, "Killed process ");
+    if (!at || (!strstr(line, "Out of memory") && !strstr(line, "oom")))
+        return;
+    oom_kill k = {.pid = atoi(at + 15)};
+    const char *open = strchr(at, '('), *close = open ? strchr(open, ')') : NULL;
+    if (open && close)
+        snprintf(k.name, sizeof k.name, "%.*s", (int)(close - open - 1), open + 1);
+    if (*n == KMSG_KEEP)
+        memmove(kills, kills + 1, (KMSG_KEEP - 1) * sizeof *kills);
+    kills[*n == KMSG_KEEP ? KMSG_KEEP - 1 : (*n)++] = k;
+}
+
+/* The OOM killer's records in the kernel log, read without blocking (/dev/kmsg returns
+ * one record per read and EAGAIN at the end; a regular file in its place, as tests give
+ * under the root prefix, is read in chunks). */
+static int read_kmsg(const char *path, oom_kill *kills, size_t *n, size_t *total)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char buf[8192 + 1], carry[1024];
+    size_t clen = 0, bytes = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf, sizeof buf - 1);
+        if (got < 0 && (errno == EINTR || errno == EPIPE))
+            continue; /* EPIPE: records overwritten while reading */
+        if (got <= 0 || (bytes += (size_t)got) > KMSG_MAX_BYTES)
+            break;
+        buf[got] = '\0';
+        char *p = buf;
+        for (char *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+            *nl = '\0';
+            if (clen) { /* a line cut by the previous chunk */
+                snprintf(carry + clen, sizeof carry - clen, "%s", p);
+                carry[sizeof carry - 1] = '\0';
+                kmsg_line(carry, kills, n);
+                clen = 0;
+            } else {
+                kmsg_line(p, kills, n);
+            }
+            (*total)++;
+        }
+        size_t rest = strlen(p);
+        if (rest) { /* kept, bounded, until its newline comes */
+            size_t room = sizeof carry - 1 - clen, take = rest < room ? rest : room;
+            memcpy(carry + clen, p, take);
+            clen += take;
+            carry[clen] = '\0';
+        }
+    }
+    if (clen)
+        kmsg_line(carry, kills, n);
+    close(fd);
+    return 0;
+}
+
+static void check_kernel_log(live_ctx *lc, out *o)
+{
+    if (!lc->root) {
+        say(o, "kernel log: not read (the observation is a snapshot, not this host)");
+        return;
+    }
+    char *path = hbm_xasprintf("%s/dev/kmsg", lc->root);
+    oom_kill kills[KMSG_KEEP];
+    size_t n = 0, total = 0;
+    int rc = read_kmsg(path, kills, &n, &total);
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:i,s:s}", "pid", kills[i].pid, "name", kills[i].name));
+    json_object_set_new(o->live, "kernel_oom_kills", rc < 0 ? json_null() : a);
+    if (rc < 0) {
+        json_decref(a);
+        say(o, "kernel log: cannot read %s (%s): run as root, or read dmesg", path, strerror(-rc));
+    } else if (n == 0) {
+        say(o, "the kernel log (%zu records) shows no OOM kill: the signal came from elsewhere "
+               "(a supervisor, a container limit seen by the runtime, or a user)", total);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            say(o, "the kernel's OOM killer killed pid %d (%s)", kills[i].pid, kills[i].name);
+        say(o, "host memory ran out: lower the server's host memory (swap space, CPU offload, "
+               "worker count) or give it more");
+    }
+    free(path);
+}
+
 void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                             const hbm_obs *obs, const char *root, const char *source)
 {
@@ -508,6 +608,8 @@ void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
                 check_health(&lc, &o);
             else if (strcmp(c, "dev_shm") == 0)
                 check_dev_shm(&lc, &o);
+            else if (strcmp(c, "kernel_log") == 0)
+                check_kernel_log(&lc, &o);
         }
         json_object_set_new(o.live, "notes", json_array());
         for (size_t k = 0; k < o.n; k++)

@@ -65,6 +65,8 @@ void hbm_explain_report_free(hbm_explain_report *rep)
     for (size_t i = 0; i < rep->nfacts; i++)
         free(rep->facts[i].text);
     free(rep->facts);
+    free(rep->structure.error);
+    free(rep->structure.exit_text);
     for (size_t i = 0; i < rep->ntail; i++)
         free(rep->tail[i].text);
     memset(rep, 0, sizeof *rep);
@@ -86,6 +88,11 @@ const hbm_explain_num *hbm_explain_finding_num(const hbm_explain_finding *f,
         if (strcmp(f->nums[i].name, name) == 0)
             return &f->nums[i];
     return NULL;
+}
+
+bool hbm_explain_report_failed(const hbm_explain_report *rep)
+{
+    return rep->nfindings > 0 || rep->structure.error;
 }
 
 bool hbm_explain_report_wants_live(const hbm_explain_report *rep)
@@ -127,6 +134,45 @@ static json_t *products_json(const hbm_sig *s)
     return a;
 }
 
+static json_t *structure_json(const hbm_explain_structure *st)
+{
+    json_t *phases = json_array();
+    for (int p = 0; p < HBM_EXPLAIN_PHASES; p++)
+        if (st->phase_line[p])
+            json_array_append_new(phases, json_pack("{s:s,s:I}", "phase", hbm_explain_phase_id(p),
+                                                    "line", (json_int_t)st->phase_line[p]));
+    json_t *o = json_object();
+    json_object_set_new(o, "engine", st->engine[0] ? json_string(st->engine) : json_null());
+    json_object_set_new(o, "version", st->version[0] ? json_string(st->version) : json_null());
+    json_object_set_new(o, "phases", phases);
+    json_object_set_new(o, "reached", st->reached >= 0 ? json_string(hbm_explain_phase_id(st->reached))
+                                                       : json_null());
+    json_object_set_new(o, "failed", json_boolean(st->error != NULL));
+    if (st->error) {
+        const char *const *steps;
+        size_t n = hbm_explain_phase_steps(st->phase, &steps);
+        json_t *a = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(a, json_string(steps[i]));
+        json_object_set_new(o, "error", json_pack("{s:s,s:o,s:I,s:s,s:o}", "kind", st->error_kind,
+                                                  "text", text_json(st->error), "line",
+                                                  (json_int_t)st->error_line, "phase",
+                                                  hbm_explain_phase_id(st->phase), "next_steps", a));
+    } else {
+        json_object_set_new(o, "error", json_null());
+    }
+    if (st->exit_text)
+        json_object_set_new(o, "exit", json_pack("{s:o,s:o,s:I,s:o}", "code",
+                                                 st->has_exit_code ? json_integer(st->exit_code)
+                                                                   : json_null(),
+                                                 "signal", st->signal ? json_integer(st->signal) : json_null(),
+                                                 "line", (json_int_t)st->exit_line, "text",
+                                                 text_json(st->exit_text)));
+    else
+        json_object_set_new(o, "exit", json_null());
+    return o;
+}
+
 json_t *hbm_explain_report_json(const hbm_explain_report *rep)
 {
     json_t *findings = json_array();
@@ -157,6 +203,7 @@ json_t *hbm_explain_report_json(const hbm_explain_report *rep)
         json_object_set_new(o, "numbers", nums);
         json_object_set_new(o, "remedies", strings_json(f->remedies, f->nremedies));
         json_object_set_new(o, "wrapper", json_boolean(f->sig->wrapper));
+        json_object_set_new(o, "phase", json_string(hbm_explain_phase_id(f->phase)));
         json_object_set_new(o, "live", f->live ? json_incref(f->live) : json_null());
         json_array_append_new(findings, o);
     }
@@ -172,9 +219,10 @@ json_t *hbm_explain_report_json(const hbm_explain_report *rep)
                             json_pack("{s:o,s:I}", "value",
                                       text_json(rep->facts[i].text), "line",
                                       (json_int_t)rep->facts[i].line));
-    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o}", "findings", findings, "lines",
+    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:o}", "findings", findings, "lines",
                      (json_int_t)rep->lines, "bytes", (json_int_t)rep->bytes, "cut_lines",
-                     (json_int_t)rep->cut_lines, "error_lines", tail, "facts", facts);
+                     (json_int_t)rep->cut_lines, "error_lines", tail, "facts", facts,
+                     "structure", structure_json(&rep->structure));
 }
 
 json_t *hbm_explain_catalog_json(const hbm_catalog *cat)

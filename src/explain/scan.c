@@ -18,6 +18,9 @@
 #define TEXT_KEEP 2048 /* bytes of a matching line kept for the report */
 #define TAIL_KEEP 400  /* bytes of an error-looking line kept */
 #define NO_FINDING ((size_t)-1)
+#define XKIND_SHIFT 29 /* extra literals' targets: kind in the top bits */
+#define XKIND_KEYWORD 3 /* a catalogue keyword; 0-2 index xhits */
+#define JOIN_MIN 40    /* a line shorter than this was not wrapped by a terminal or a page */
 
 /* Words that make an unknown line look like an error (case-insensitive). */
 static const char *const error_words[] = {
@@ -42,6 +45,18 @@ struct hbm_explain_scanner {
     size_t *finding_of; /* per entry: index into rep.findings */
     expl_needles errwords;
     expl_prefilter pf; /* the keywords' and error words' anchors */
+    expl_structure st;
+    expl_needles extra; /* code literals, code-table keywords, the structure's literals */
+    uint32_t xhits[3][64]; /* per line, by kind: code literal, table, structure literal */
+    size_t nx[3];
+    bool no_captures; /* the match being recorded came from a literal, md holds none */
+    char *prev; /* owned: the last line read when nothing matched it (HBM_EXPLAIN_LINE_MAX) */
+    size_t prev_len;
+    uint64_t prev_line;
+    size_t prev_finding; /* the finding the previous line opened, NO_FINDING = none */
+    bool prev_candidates; /* the previous line held a keyword */
+    char *join;     /* owned: the previous line and this one joined */
+    bool want_next; /* read the next line even where the prefilter sees nothing */
 };
 
 /* ---- cleaning ---- */
@@ -107,6 +122,70 @@ static size_t rfc3339_prefix(const char *s, size_t len)
     return p + 1;
 }
 
+/* A docker json-file record, {"log":"text\n","stream":...}: the text, unescaped in place. */
+static size_t json_log_record(char *line, size_t len)
+{
+    static const char head[] = "{\"log\":\"";
+    if (len < sizeof head || memcmp(line, head, sizeof head - 1) != 0)
+        return len;
+    size_t w = 0, r = sizeof head - 1;
+    for (; r < len && line[r] != '"'; r++) {
+        char c = line[r];
+        if (c == '\\' && r + 1 < len) {
+            c = line[++r];
+            c = c == 'n' || c == 't' || c == 'r' ? ' ' : c == 'u' ? '?' : c;
+            if (line[r] == 'u')
+                r += r + 4 < len ? 4 : 0; /* \uXXXX: escaped control or non-ASCII */
+        }
+        line[w++] = c;
+    }
+    while (w > 0 && line[w - 1] == ' ')
+        w--;
+    return w;
+}
+
+/* Length of a syslog or journald prefix, "Aug  3 02:38:39 host unit[123]: ", else 0. */
+static size_t syslog_prefix(const char *s, size_t len)
+{
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    bool month = false;
+    for (size_t m = 0; len > 15 && m < 12 && !month; m++)
+        month = memcmp(s, months + 3 * m, 3) == 0;
+    if (!month || s[3] != ' ' || s[6] != ' ' || s[9] != ':' || s[12] != ':' || s[15] != ' ' ||
+        !digits(s, len, 7, 2) || !digits(s, len, 13, 2))
+        return 0;
+    size_t p = 16;
+    while (p < len && s[p] != ' ' && s[p] != ':') /* the host */
+        p++;
+    size_t tag = ++p;
+    while (p < len && s[p] != ' ' && s[p] != ':')
+        p++;
+    if (p == tag || p + 1 >= len || s[p] != ':' || s[p + 1] != ' ')
+        return 0;
+    return p + 2;
+}
+
+/* Text pasted into an issue or a chat, or shipped by a log collector: quote markers
+ * ("> "), Markdown fences, docker's JSON records and a syslog or journald prefix are taken
+ * off so they hide no match. (An application's own "date time" prefix stays: it is
+ * content, and no pattern is anchored before it.) */
+static size_t unpaste(char *line, size_t len)
+{
+    len = json_log_record(line, len);
+    size_t p = 0;
+    while (p < len && line[p] == '>') { /* "> ", ">> ", "> > " */
+        p++;
+        while (p < len && line[p] == ' ')
+            p++;
+    }
+    if (len - p >= 3 && (memcmp(line + p, "```", 3) == 0 || memcmp(line + p, "~~~", 3) == 0))
+        p = len; /* a fence, with or without its language */
+    size_t d = syslog_prefix(line + p, len - p);
+    p += d;
+    memmove(line, line + p, len - p);
+    return len - p;
+}
+
 size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
 {
     *partial = false;
@@ -136,6 +215,7 @@ size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
             c = ' ';
         line[w++] = (char)c;
     }
+    w = unpaste(line, w);
     size_t skip = rfc3339_prefix(line, w);
     if (skip) {
         /* CRI (containerd, CRI-O): "TIME stdout F text"; P marks a partial record. */
@@ -250,7 +330,7 @@ static void take_captures(hbm_explain_scanner *s, const expl_rt *rt, hbm_explain
 {
     *nums = hbm_xcalloc(rt->nnames + 1, sizeof **nums);
     *n = 0;
-    for (size_t i = 0; i < rt->nnames; i++) {
+    for (size_t i = 0; i < rt->nnames && !s->no_captures; i++) {
         PCRE2_UCHAR *buf;
         PCRE2_SIZE blen;
         if (pcre2_substring_get_byname(s->md, (PCRE2_SPTR)rt->names[i], &buf, &blen) != 0)
@@ -288,6 +368,7 @@ static void record_failure(hbm_explain_scanner *s, size_t e, const char *line, s
     hbm_explain_finding *f = &rep->findings[rep->nfindings++];
     memset(f, 0, sizeof *f);
     f->sig = &s->cat->sigs[e];
+    f->phase = s->st.cur_phase;
     f->line = f->last_line = lineno;
     f->count = 1;
     f->text = kept_text(line, len, TEXT_KEEP);
@@ -350,33 +431,163 @@ static void on_error_word(void *ctx, uint32_t target)
     *(bool *)ctx = true;
 }
 
-static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+/* Matches the catalogue on one line of text: benign entries, then failures, then (on a
+ * real line) the vendors' code tables and the facts. Returns what the line is. */
+static void on_extra(void *ctx, uint32_t t)
 {
-    s->nhits = 0;
-    expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
-    bool benign = false, failed = false;
-    for (size_t i = 0; i < s->nhits && !benign; i++)
+    hbm_explain_scanner *s = ctx;
+    size_t kind = t >> XKIND_SHIFT;
+    if (kind == XKIND_KEYWORD)
+        on_keyword(s, t & ((1u << XKIND_SHIFT) - 1));
+    else if (s->nx[kind] < 64)
+        s->xhits[kind][s->nx[kind]++] = t & ((1u << XKIND_SHIFT) - 1);
+}
+
+static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
+                      bool joined)
+{
+    if (joined) { /* a real line's keywords came with the other literals (process_line) */
+        s->nhits = 0;
+        expl_needles_scan(&s->cat->kw, line, len, on_keyword, s);
+    }
+    int verdict = EXPL_LINE_NONE;
+    for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++)
         if (s->cat->rt[s->hits[i]].kind == EXPL_BENIGN && match_entry(s, s->hits[i], line, len))
-            benign = true;
-    for (size_t i = 0; i < s->nhits && !benign && !failed; i++) {
+            verdict = EXPL_LINE_BENIGN;
+    for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++) {
         size_t e = s->hits[i];
         if (s->cat->rt[e].kind == EXPL_FAILURE && match_entry(s, e, line, len)) {
             record_failure(s, e, line, len, lineno);
-            failed = true;
+            verdict = s->cat->sigs[e].wrapper ? EXPL_LINE_WRAPPER : EXPL_LINE_FAILURE;
+        }
+    }
+    if (verdict == EXPL_LINE_NONE && !joined && s->cat->ntables) {
+        bool captured;
+        long e = expl_codes_match(s->cat, line, len, s->md, &captured, s->xhits[0], s->nx[0],
+                                  s->xhits[1], s->nx[1]);
+        if (e >= 0) {
+            s->no_captures = !captured;
+            record_failure(s, (size_t)e, line, len, lineno);
+            s->no_captures = false;
+            verdict = EXPL_LINE_FAILURE;
         }
     }
     for (size_t i = 0; i < s->nhits; i++) {
         size_t e = s->hits[i];
-        if (s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
+        if (!joined && s->cat->rt[e].kind == EXPL_FACT && match_entry(s, e, line, len))
             record_facts(s, e, lineno);
         s->cand[e] = 0;
     }
-    if (!benign && !failed) {
+    return verdict;
+}
+
+static bool word_byte(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* Builds the previous line and this one joined: at a blank (leading blanks of this one
+ * dropped), or directly when the cut split a word. False when that join does not apply. */
+static bool build_join(hbm_explain_scanner *s, const char *line, size_t len, bool direct,
+                       size_t *n)
+{
+    size_t lead = 0;
+    while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
+        lead++;
+    if (direct && !(word_byte(s->prev[s->prev_len - 1]) && lead == 0 && len && word_byte(line[0])))
+        return false;
+    *n = s->prev_len;
+    memcpy(s->join, s->prev, *n);
+    if (!direct)
+        s->join[(*n)++] = ' ';
+    memcpy(s->join + *n, line + (direct ? 0 : lead), len - (direct ? 0 : lead));
+    *n += len - (direct ? 0 : lead);
+    s->join[*n] = '\0';
+    return true;
+}
+
+/* The previous line matched an entry on its own, but the message goes on here: when the
+ * joined text gives the entry more of its numbers, the finding takes them. */
+static void upgrade_previous(hbm_explain_scanner *s, const char *line, size_t len)
+{
+    hbm_explain_finding *f = &s->rep.findings[s->prev_finding];
+    const expl_rt *rt = &s->cat->rt[f->sig - s->cat->sigs];
+    if (rt->nre == 0 || f->nnums == rt->nnames)
+        return;
+    size_t n;
+    for (int direct = 0; direct < 2; direct++) {
+        if (!build_join(s, line, len, direct, &n) || !match_entry(s, (size_t)(f->sig - s->cat->sigs), s->join, n))
+            continue;
+        hbm_explain_num *nums;
+        size_t nn;
+        take_captures(s, rt, &nums, &nn);
+        if (nn > f->nnums) {
+            for (size_t k = 0; k < f->nnums; k++)
+                free(f->nums[k].text);
+            free(f->nums);
+            f->nums = nums;
+            f->nnums = nn;
+            free(f->text);
+            f->text = hbm_xstrndup(s->join, n < TEXT_KEEP ? n : TEXT_KEEP);
+            return;
+        }
+        for (size_t k = 0; k < nn; k++)
+            free(nums[k].text);
+        free(nums);
+    }
+}
+
+/* A message wrapped over two lines by a terminal or by the page it was pasted into: the
+ * previous line and this one joined are matched as one line (reported at the first). */
+static int join_previous(hbm_explain_scanner *s, const char *line, size_t len)
+{
+    size_t n;
+    for (int direct = 0; direct < 2; direct++) {
+        if (!build_join(s, line, len, direct, &n))
+            continue;
+        int v = match_line(s, s->join, n, s->prev_line, true);
+        if (v == EXPL_LINE_FAILURE || v == EXPL_LINE_WRAPPER)
+            return v;
+    }
+    return EXPL_LINE_NONE;
+}
+
+static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+{
+    size_t before = s->rep.nfindings;
+    s->nx[0] = s->nx[1] = s->nx[2] = 0;
+    s->nhits = 0;
+    expl_needles_scan(&s->extra, line, len, on_extra, s);
+    int verdict = match_line(s, line, len, lineno, false);
+    bool candidates = s->nhits > 0;
+    /* Joined only after a long line, where one of the two holds a keyword. */
+    bool adjacent = s->prev_len >= JOIN_MIN && s->prev_line + 1 == lineno &&
+                    (candidates || s->prev_candidates);
+    if (verdict == EXPL_LINE_NONE && adjacent && s->prev_finding == NO_FINDING)
+        verdict = join_previous(s, line, len);
+    else if (verdict == EXPL_LINE_NONE && adjacent)
+        upgrade_previous(s, line, len);
+    if (verdict == EXPL_LINE_NONE) {
         bool looks = false;
         expl_needles_scan(&s->errwords, line, len, on_error_word, &looks);
         if (looks)
             push_tail(&s->rep, line, len, lineno);
     }
+    expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
+                        s->nx[2]);
+    /* Kept for the next line, which may continue it; a line with a keyword may be the
+     * first half of a wrapped message, so the next line is read even where the prefilter
+     * sees nothing in it. */
+    bool opened = s->rep.nfindings > before && verdict != EXPL_LINE_NONE;
+    s->prev_len = verdict == EXPL_LINE_NONE || opened ? len : 0;
+    memcpy(s->prev, line, s->prev_len);
+    s->prev_line = lineno;
+    s->prev_finding = opened ? before : NO_FINDING;
+    s->prev_candidates = candidates;
+    /* Only a long line that stops mid-sentence can go on in the next one. */
+    char last = len ? line[len - 1] : '.';
+    s->want_next = (candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
+                   len >= JOIN_MIN && !strchr(".)]}!:", last);
 }
 
 /* ---- streaming ---- */
@@ -414,22 +625,36 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     s->cat = cat;
     s->line = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
     s->pending = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->prev = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
+    s->join = hbm_xmalloc(2 * HBM_EXPLAIN_LINE_MAX + 2);
+    s->prev_finding = NO_FINDING;
     s->md = pcre2_match_data_create(cat->max_ovector ? cat->max_ovector : 1, NULL);
     if (!s->md)
         abort();
     s->cand = hbm_xcalloc(cat->n + 1, 1);
     s->hits = hbm_xcalloc(cat->n + 1, sizeof *s->hits);
-    s->finding_of = hbm_xmalloc((cat->n + 1) * sizeof *s->finding_of);
-    for (size_t i = 0; i <= cat->n; i++)
+    s->finding_of = hbm_xmalloc((cat->n + cat->ncodes + 1) * sizeof *s->finding_of);
+    for (size_t i = 0; i <= cat->n + cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
     expl_needles_init(&s->errwords, true);
     for (size_t i = 0; error_words[i]; i++)
         expl_needles_add(&s->errwords, error_words[i], 0);
     expl_prefilter_init(&s->pf);
-    for (size_t i = 0; i < cat->kw.n; i++)
-        expl_prefilter_add(&s->pf, cat->kw.v[i].s, cat->kw.v[i].n, cat->kw.fold);
+    const expl_needles *sets[] = {&cat->kw, &cat->code_lit, &cat->code_kw};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            expl_prefilter_add(&s->pf, sets[k]->v[i].s, sets[k]->v[i].n, sets[k]->fold);
+    /* One pass per line finds the catalogue's keywords, the code tables' literals and the
+     * structure reader's. */
+    expl_needles_init(&s->extra, false);
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sets[k]->n; i++)
+            expl_needles_add(&s->extra, sets[k]->v[i].s,
+                             (uint32_t)(k ? k - 1 : XKIND_KEYWORD) << XKIND_SHIFT |
+                                 sets[k]->v[i].target);
     for (size_t i = 0; error_words[i]; i++)
         expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
+    expl_structure_init(&s->st, &s->pf, &s->extra, 2u << XKIND_SHIFT);
     return s;
 }
 
@@ -454,7 +679,7 @@ void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
 {
     s->rep.bytes += n;
     while (n > 0) {
-        if (s->len == 0 && !s->cutting && s->plen == 0) {
+        if (s->len == 0 && !s->cutting && s->plen == 0 && !s->want_next) {
             size_t quiet = skip_quiet_lines(s, buf, n);
             buf += quiet;
             n -= quiet;
@@ -489,6 +714,18 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         s->plen = 0;
     }
     s->rep.lines = s->lineno;
+    expl_structure_finish(&s->st, &s->rep.structure);
+    hbm_explain_structure *st = &s->rep.structure;
+    for (size_t i = 0; i < s->rep.nfindings && !st->error; i++) {
+        /* No exception, fatal line or exit in the log: the first known error is the end. */
+        const hbm_explain_finding *f = &s->rep.findings[i];
+        if (f->sig->wrapper || strcmp(f->sig->severity, "error") != 0)
+            continue;
+        st->error = hbm_xstrndup(f->text, 400);
+        st->error_line = f->line;
+        st->error_kind = "known";
+        st->phase = f->phase;
+    }
     /* Rendered at the end, so templates see facts from anywhere in the log. */
     for (size_t i = 0; i < s->rep.nfindings; i++) {
         hbm_explain_finding *f = &s->rep.findings[i];
@@ -496,8 +733,12 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     }
     *out = s->rep;
     memset(&s->rep, 0, sizeof s->rep);
-    for (size_t i = 0; i <= s->cat->n; i++)
+    for (size_t i = 0; i <= s->cat->n + s->cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
+    expl_structure_reset(&s->st);
+    s->prev_len = 0;
+    s->prev_finding = NO_FINDING;
+    s->want_next = false;
 }
 
 void hbm_explain_scanner_free(hbm_explain_scanner *s)
@@ -507,12 +748,16 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     hbm_explain_report_free(&s->rep);
     free(s->line);
     free(s->pending);
+    free(s->prev);
+    free(s->join);
     pcre2_match_data_free(s->md);
     free(s->cand);
     free(s->hits);
     free(s->finding_of);
     expl_needles_free(&s->errwords);
     expl_prefilter_free(&s->pf);
+    expl_structure_free(&s->st);
+    expl_needles_free(&s->extra);
     free(s);
 }
 

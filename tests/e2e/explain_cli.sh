@@ -34,8 +34,11 @@ for f in "$LOGS"/healthy/*.log; do
     check "$n: no finding" test "$(jq '.findings | length' "$tmp/h.json")" = 0
 done
 
+# A failure no catalogue entry knows is still a failure: where and how it ended.
 out=$(ex "$LOGS/unknown.log"); rc=$?
-check "unknown log: exit 0" test $rc -eq 0
+check "unknown log: exit 1" test $rc -eq 1
+check "unknown log: phase and terminal error" grep -q "^failed in phase start-up: ZeroDivisionError: division by zero (line 5)" <<<"$out"
+check "unknown log: generic next steps" grep -q "^next steps for a failure in this phase:" <<<"$out"
 check "unknown log: last error lines" grep -q "^  5: ZeroDivisionError: division by zero" <<<"$out"
 
 out=$(ex "$tmp/missing.log" 2>&1); rc=$?
@@ -105,10 +108,17 @@ check "bad pattern: exit 2 naming the entry" test $rc -eq 2 -a -n "$(grep -F "en
 mkdir -p "$tmp/inst/bin" "$tmp/inst/share/hbmctl"
 cp "$HBMCTL" "$tmp/inst/bin/hbmctl"
 jq '.entries[5].title = "INSTALLED COPY"' "$HBM_SRC/data/signatures.json" >"$tmp/inst/share/hbmctl/signatures.json"
+cp "$HBM_SRC/data/codes.json" "$tmp/inst/share/hbmctl/"
 out=$("$tmp/inst/bin/hbmctl" explain --list)
 check "installed catalogue found next to the binary" grep -q "INSTALLED COPY" <<<"$out"
 out=$(HBMCTL_CATALOG="$HBM_SRC/data/signatures.json" "$tmp/inst/bin/hbmctl" explain --list)
 check "HBMCTL_CATALOG before the installed one" test -z "$(grep "INSTALLED COPY" <<<"$out")"
+
+# The code tables the catalogue names must be next to it: a missing one is an error.
+mkdir -p "$tmp/nocodes"
+cp "$HBM_SRC/data/signatures.json" "$tmp/nocodes/"
+out=$(ex --catalog "$tmp/nocodes/signatures.json" "$LOGS/unknown.log" 2>&1); rc=$?
+check "code tables missing: exit 2 naming them" test $rc -eq 2 -a -n "$(grep -F "$tmp/nocodes/codes.json" <<<"$out")"
 
 out=$("$HBMCTL" explain --help); rc=$?
 check "--help" test $rc -eq 0 -a -n "$(grep -F -- '--no-live' <<<"$out")"

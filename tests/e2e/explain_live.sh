@@ -122,4 +122,19 @@ rm "$tmp/shmroot/dev/shm/nccl-fjwOOB"
 json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/nccl_shm_failed.log")
 check "dev_shm: none left" test "$(jq -c '[.findings[0].live.dev_shm.nccl_objects, .findings[0].live.notes[1]]' \
     <<<"$json")" = '[0,"no nccl-* object in /dev/shm now"]'
+# A killed process: the kernel log of the root prefix is read (a regular file stands in for
+# /dev/kmsg, read in chunks): the OOM killer's record names the pid; without one, none.
+mkdir -p "$tmp/shmroot/dev"
+printf '6,1,1,-;eth0: link up\n3,2,2,-;Out of memory: Killed process 6774 (python3) total-vm:1kB, anon-rss:1kB\n' \
+    >"$tmp/shmroot/dev/kmsg"
+json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/killed_by_kernel.log")
+check "kernel log: the OOM kill found" test \
+    "$(jq -c '.findings[0].live.kernel_oom_kills' <<<"$json")" = '[{"pid":6774,"name":"python3"}]'
+printf '6,1,1,-;eth0: link up\n' >"$tmp/shmroot/dev/kmsg"
+json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/killed_by_kernel.log")
+check "kernel log: no OOM kill, said so" grep -q "shows no OOM kill" \
+    <<<"$(jq -r '.findings[0].live.notes[]' <<<"$json")"
+rm "$tmp/shmroot/dev/kmsg"
+json=$(nodev "$HBMCTL" explain --live --root "$tmp/shmroot" --json "$sig/killed_by_kernel.log")
+check "kernel log: unreadable, said so" test "$(jq -c '.findings[0].live.kernel_oom_kills' <<<"$json")" = null
 finish

@@ -489,6 +489,47 @@ static void cut_at_every_byte(void **st)
     }
 }
 
+/* A paste that ends inside a border line: the devices before it are whole, but the
+ * process table that would follow is missing, so the observation is partial. A complete
+ * closing border (a version that prints no process table) is not. */
+static void cut_inside_a_border(void **st)
+{
+    (void)st;
+    static const char *files[] = {"04-Ascend910-1stgen-name910B-8card-npusmi24.1-noproctable.txt",
+                                  "01-910B3-8card-npusmi25.2-1proc.txt"};
+    for (size_t f = 0; f < 2; f++) {
+        char *path = hbm_xasprintf("%s%s", FIX, files[f]), *text;
+        size_t len;
+        hbm_err err = {{0}};
+        assert_int_equal(hbm_read_file(path, 1 << 20, &text, &len, &err), 0);
+        /* The last border of the device table (04: the end of the paste; 01: before its
+         * process table), cut after 20 of its bytes. */
+        const char *proc = strstr(text, "| NPU     Chip");
+        const char *stop = proc ? proc : text + len;
+        const char *b = stop;
+        while (b > text && !(b[-1] == '\n' && b[0] == '+'))
+            b--;
+        if (proc) /* the border before the process header closes the device table */
+            for (b--; b > text && !(b[-1] == '\n' && b[0] == '+'); b--)
+                ;
+        hbm_obs o;
+        hbm_obs_init(&o);
+        assert_int_equal(hbm_npusmi_parse_info(&o, text, (size_t)(b - text) + 20, files[f], &err), 0);
+        assert_true(o.ndevs > 0);
+        assert_true(o.partial);
+        assert_non_null(strstr(o.partial_why, "ends inside a border line"));
+        hbm_obs_free(&o);
+        if (!proc) { /* whole, it is not partial */
+            hbm_obs_init(&o);
+            assert_int_equal(hbm_npusmi_parse_info(&o, text, len, files[f], &err), 0);
+            assert_false(o.partial);
+            hbm_obs_free(&o);
+        }
+        free(text);
+        free(path);
+    }
+}
+
 static void layout_is_read_from_the_header(void **st)
 {
     (void)st;
@@ -540,6 +581,7 @@ int main(void)
         cmocka_unit_test(broken_inputs_name_the_line),
         cmocka_unit_test(layout_is_read_from_the_header),
         cmocka_unit_test(cut_at_every_byte),
+        cmocka_unit_test(cut_inside_a_border),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,8 +9,8 @@ A public header include/hbm/<h>.h belongs to the module that defines the functio
 declares (a header declaring none belongs to the module of the same name).
 
 Fails (exit 1) on: a module using one it does not declare, a declared link it does not use,
-a cycle between modules, files that call each other (a cycle of any length), and a docs/ARCHITECTURE.md table row
-whose "depends on" differs from CMake. Usage: layering.py SOURCE_DIR BUILD_DIR
+a cycle between modules, files that call each other (round a cycle of any length), and a
+docs/ARCHITECTURE.md table row whose "depends on" differs from CMake. Usage: layering.py SOURCE_DIR BUILD_DIR
 """
 import os
 import re

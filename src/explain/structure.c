@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "explain_int.h"
+#include "hbm/redact.h"
 #include "hbm/util.h"
 
 #define ERR_KEEP 400
@@ -228,7 +229,7 @@ void expl_structure_free(expl_structure *st)
 static void keep(expl_candidate *c, const char *text, size_t len, uint64_t lineno, int phase)
 {
     free(c->text);
-    c->text = hbm_xstrndup(text, len < ERR_KEEP ? len : ERR_KEEP);
+    c->text = hbm_redact_text(text, len < ERR_KEEP ? len : ERR_KEEP); /* it is printed */
     c->line = lineno;
     c->phase = phase;
 }
@@ -334,7 +335,7 @@ static void read_exit(expl_structure *st, hbm_explain_structure *out, const char
     out->exit_line = lineno;
     out->exit_phase = st->cur_phase;
     free(out->exit_text);
-    out->exit_text = hbm_xstrndup(line, len < ERR_KEEP ? len : ERR_KEEP);
+    out->exit_text = hbm_redact_text(line, len < ERR_KEEP ? len : ERR_KEEP);
 }
 
 static void read_version(expl_structure *st, hbm_explain_structure *out, const char *line,

@@ -385,13 +385,14 @@ static void help_generated(void **state)
     char *h = help_text(&s);
     static const char *const want[] = {
         "usage: hbmctl t [OPTIONS] [ARG]\n\nA test command.\n\nfirst:\n",
-        "\n  -f, --flag         a flag\n",
-        "\n  -o, --output FILE  a file\n                     second help line\n",
+        "\n  -f, --flag            a flag\n",
+        "\n  -o, --output FILE     a file\n                        second help line\n",
         "\nsecond:\n  --colour C",
-        "\n  --even auto        another form\n  a note line\n",
-        "\noutput:\n  --json             machine-readable output",
-        "\n  --root DIR         read /proc",
-        "\n  -h, --help         this text\n\nexit: 0 fine, 2 bad usage\n",
+        "\n  --even auto           another form\n  a note line\n",
+        "\noutput:\n  --json                machine-readable output",
+        "\n  --root DIR            read /proc",
+        "\n  --vendor-timeout DUR  give up on a driver call",
+        "\n  -h, --help            this text\n\nexit: 0 fine, 2 bad usage\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(h, want[i]))
@@ -442,7 +443,7 @@ static void completion_listing(void **state)
     out[n] = '\0';
     fclose(t);
     assert_non_null(strstr(out, "_hbmctl_opts[t]=\"--flag --on --off --output --size"));
-    assert_non_null(strstr(out, "--json --snapshot --backend --root --help\"\n"));
+    assert_non_null(strstr(out, "--json --snapshot --backend --root --vendor-timeout --help\"\n"));
     assert_non_null(strstr(out, "_hbmctl_vals[\"t --output\"]=\"@file\"\n"));
     assert_non_null(strstr(out, "_hbmctl_vals[\"t -o\"]=\"@file\"\n"));
     assert_non_null(strstr(out, "_hbmctl_vals[\"t --colour\"]=\"red green blue\"\n"));

@@ -585,6 +585,7 @@ static const field hproc_fields[] = {
     FLD(hbm_hproc, "pod_uid", F_STR, pod_uid),
     CUSTOM("pod", put_hproc_pod, get_hproc_pod),
     FLD(hbm_hproc, "cgroup_gone", F_BOOL, cgroup_gone),
+    FLD(hbm_hproc, "container_state", F_STR, container_state),
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),

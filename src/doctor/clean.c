@@ -52,11 +52,15 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
-    } else if (hp && hp->container_id[0] && !hp->cgroup_gone && !named(o, pid)) {
+    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
         s->allowed = false;
+        bool unknown = !strcmp(hp->container_state, "unknown");
         snprintf(s->why, sizeof s->why,
-                 "pid %d runs in container %.12s, which still exists: name it with --pid %d",
-                 pid, hp->container_id, pid);
+                 "pid %d runs in container %.12s, %s: name it with --pid %d", pid,
+                 hp->container_id,
+                 unknown ? "whose existence no readable runtime record tells"
+                         : "which still exists",
+                 pid);
     }
 }
 

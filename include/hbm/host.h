@@ -75,6 +75,8 @@ typedef struct hbm_posix_shm {
     int64_t mtime;
     int *holders;   /* owned; pids that map it (maps) or hold it open (fd) */
     size_t nholders;
+    char owner[16]; /* the container runtime whose live object it is ("podman"), else "":
+                       never stale (docs/host-facts.md) */
 } hbm_posix_shm;
 
 typedef struct hbm_hugepages {

@@ -618,6 +618,7 @@ static const field posix_fields[] = {
     FLD(hbm_posix_shm, "uid", F_INT, uid),
     FLD(hbm_posix_shm, "mtime", F_I64_RAW, mtime),
     ARRAY(hbm_posix_shm, "holders", F_INTS, holders, nholders),
+    FLD(hbm_posix_shm, "owner", F_STR, owner),
     END,
 };
 

@@ -22,9 +22,10 @@ static const char about[] =
     "With no device source it handles the host objects alone and says so first.\n";
 
 static const char exits[] =
-    "exit: 0 nothing to do, or every action done (steps kept by the safety rules\n"
-    "      do not count); 1 a dry run with something to do, an action kept when\n"
-    "      checked again (no longer safe) or failed, or the question answered no;\n"
+    "exit: 0 nothing to do, or every action done; 1 a dry run with something to\n"
+    "      do, a step kept by the safety rules (the problem stays: its reason is\n"
+    "      printed), an action kept when checked again (no longer safe) or failed,\n"
+    "      or the question answered no;\n"
     "      2 could not look, bad option, or could not write the audit log (then\n"
     "      nothing is done)\n";
 
@@ -317,6 +318,10 @@ int cmd_clean(int argc, char **argv)
     } else if (a.c.json) {
         print_json(false, &obs, &plan, NULL, NULL);
     }
+    /* A step the safety rules kept leaves its problem (an orphan holding memory) in place:
+     * never a success. */
+    if (rc == CLI_EXIT_OK && allowed < plan.n)
+        rc = CLI_EXIT_PROBLEM;
     hbm_clean_plan_free(&plan);
     hbm_findings_free(&f);
     hbm_obs_free(&obs);

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cli_findings.h"
 #include "hbm/doctor.h"
+#include "hbm/redact.h"
 
 static const char about[] =
     "Lists what it would do about doctor's findings; --apply does it:\n"
@@ -278,6 +279,26 @@ static int apply_plan(clean_args *a, const hbm_obs *obs, hbm_clean_plan *plan)
     return rc;
 }
 
+/* The whole command line for the audit log ("hbmctl clean --apply --pid 42 ..."), with
+ * credentials redacted like any command line hbmctl records. */
+static char *command_line(int argc, char **argv)
+{
+    size_t len = sizeof "hbmctl";
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    char *buf = hbm_xmalloc(len), *p = buf;
+    memcpy(p, "hbmctl", sizeof "hbmctl");
+    p += sizeof "hbmctl";
+    for (int i = 0; i < argc; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        memcpy(p, argv[i], n);
+        p += n;
+    }
+    char *out = hbm_redact_words(buf, len - 1, '\0');
+    free(buf);
+    return out;
+}
+
 int cmd_clean(int argc, char **argv)
 {
     clean_args a = {0};
@@ -288,11 +309,13 @@ int cmd_clean(int argc, char **argv)
     }
     a.copts.named_pids = a.pids;
     a.copts.nnamed = a.npids;
-    a.copts.command = a.apply ? "hbmctl clean --apply" : "hbmctl clean";
+    char *command = command_line(argc, argv);
+    a.copts.command = command;
     a.c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&a.c, &obs)) {
         free(a.pids);
+        free(command);
         return CLI_EXIT_ERROR;
     }
     hbm_findings f;
@@ -326,5 +349,6 @@ int cmd_clean(int argc, char **argv)
     hbm_findings_free(&f);
     hbm_obs_free(&obs);
     free(a.pids);
+    free(command);
     return rc;
 }

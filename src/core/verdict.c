@@ -80,6 +80,9 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->name, sizeof p->name, "%s", hp->comm);
     if (!p->container[0] && hp->container_id[0])
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    /* NSpid, outermost first: its last entry is the pid inside the container. */
+    if (p->pid_in_container < 0 && hp->nnspid > 1)
+        p->pid_in_container = hp->nspid[hp->nnspid - 1];
     if (!p->pod.name[0] && hp->pod.name[0])
         p->pod = hp->pod;
     p->state = hbm_verdict_process_state(h, hp, p->state_why, sizeof p->state_why);

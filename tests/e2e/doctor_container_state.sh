@@ -111,6 +111,8 @@ check "v1: unknown: clean does not kill it (got $(kill_allowed "$r"))" \
 "$HBMCTL" clean --backend dcmi --root "$r" --json >"$tmp/c.json"
 check "v1: unknown: the refusal says no runtime record tells" \
     jq -e '.steps[] | select(.why | test("no readable runtime record"))' "$tmp/c.json"
+"$HBMCTL" clean --backend dcmi --root "$r" >/dev/null
+check "v1: unknown: clean exits 1 when it keeps the orphan" [ $? -eq 1 ]
 
 # /dev/shm: podman's lock table, mapped by nobody between podman commands, is podman's while
 # podman's state exists (/run/libpod; rootless: /run/user/UID/libpod), stale once it does not.
@@ -137,6 +139,13 @@ touch "$r/dev/shm/libpod_rootless_lock_99999"
 mkdir -p "$r/run/libpod" "$r/run/user/99999/libpod"
 check "shm: a lock named for another uid than its owner's is not podman's" \
     bash -c "doc() { '$HBMCTL' doctor --backend dcmi --root '$r' --json; }; doc | jq -e '.findings[] | select(.evidence.path? == \"/dev/shm/libpod_rootless_lock_99999\")' >/dev/null"
+
+# pid_in_container from NSpid (outermost first): the innermost pid.
+sed -i 's/^NSpid:.*/NSpid:\t4242\t57/' "$tmp/v2/proc/4242/status"
+pic() { "$HBMCTL" status --backend dcmi --root "$1" --json | jq -r '.devices[0].processes[0].pid_in_container'; }
+check "pid_in_container is NSpid's innermost pid (got $(pic "$tmp/v2"))" [ "$(pic "$tmp/v2")" = 57 ]
+check "pid_in_container stays null with one NSpid level (got $(pic "$tmp/v1"))" \
+    [ "$(pic "$tmp/v1")" = null ]
 
 # Paused: the freezer holds the task in D on v1 kernels. A member the issue did not name:
 # v2's cgroup.events "frozen 1" alone.

@@ -73,6 +73,9 @@ static int parse(clean_args *a, int argc, char **argv)
         CLI_OPT(CLI_CALL, "pid", 0, "PID", a,
                 "also end this device holder (repeatable; allows a process\n"
                 "in a running container)", .fn = add_pid),
+        CLI_OPT(CLI_STRING, "only", 0, "IDS", &a->copts.only,
+                "act only on these findings (comma-separated ids, e.g.\n"
+                "orphan-holder,stale-sysv-shm); --pid holders still count"),
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n"
                 HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)"),
@@ -84,6 +87,12 @@ static int parse(clean_args *a, int argc, char **argv)
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
     };
     int rc = cli_parse_options(&spec, argc, argv);
+    char bad[64];
+    if (rc == CLI_CONTINUE && a->copts.only && !hbm_clean_only_ok(a->copts.only, bad, sizeof bad)) {
+        cli_errorf("--only: '%s' is not a finding id that clean acts on (hbmctl doctor "
+                   "--rules lists them)", bad);
+        rc = CLI_EXIT_ERROR;
+    }
     if (rc == CLI_CONTINUE && a->apply && a->c.src.snapshot) {
         cli_errorf("clean --apply acts on the live host only; drop --snapshot");
         rc = CLI_EXIT_ERROR;

@@ -140,6 +140,23 @@ mkdir -p "$r/run/libpod" "$r/run/user/99999/libpod"
 check "shm: a lock named for another uid than its owner's is not podman's" \
     bash -c "doc() { '$HBMCTL' doctor --backend dcmi --root '$r' --json; }; doc | jq -e '.findings[] | select(.evidence.path? == \"/dev/shm/libpod_rootless_lock_99999\")' >/dev/null"
 
+# clean --only: the shm tree has the orphan (no Docker record) and a stale /dev/shm object.
+r="$tmp/shm"
+mkdir -p "$r/var/lib/docker/containers"
+plan() { "$HBMCTL" clean --backend dcmi --root "$r" --only "$1" --json |
+             jq -r '[.steps[].finding] | unique | join(",")'; }
+check "clean --only orphan-holder plans only the kill (got $(plan orphan-holder))" \
+    [ "$(plan orphan-holder)" = orphan-holder ]
+check "clean --only stale-posix-shm plans only the unlinks (got $(plan stale-posix-shm))" \
+    [ "$(plan stale-posix-shm)" = stale-posix-shm ]
+check "clean --only with both plans both (got $(plan stale-posix-shm,orphan-holder))" \
+    [ "$(plan stale-posix-shm,orphan-holder)" = orphan-holder,stale-posix-shm ]
+for bad in bogus "" orphan-holder, port-not-listening; do
+    "$HBMCTL" clean --backend dcmi --root "$r" --only "$bad" >/dev/null 2>"$tmp/only.err"
+    check "clean --only '$bad' exits 2" [ $? -eq 2 ]
+done
+check "the error names the id" grep -q "'port-not-listening' is not a finding id" "$tmp/only.err"
+
 # pid_in_container from NSpid (outermost first): the innermost pid.
 sed -i 's/^NSpid:.*/NSpid:\t4242\t57/' "$tmp/v2/proc/4242/status"
 pic() { "$HBMCTL" status --backend dcmi --root "$1" --json | jq -r '.devices[0].processes[0].pid_in_container'; }

@@ -157,6 +157,33 @@ for bad in bogus "" orphan-holder, port-not-listening; do
 done
 check "the error names the id" grep -q "'port-not-listening' is not a finding id" "$tmp/only.err"
 
+# Ports in the server's own network namespace (--network none, a bridge): its listener is
+# in its /proc/PID/net/tcp{,6}, not the host's.
+r="$tmp/net"
+tree v2 "$r"
+q=$r/proc/4300
+mkdir -p "$q/fd" "$q/ns" "$r/proc/self/ns"
+echo '4300 (vllm) S 1 4300 4300 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 2030 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0' >"$q/stat"
+printf 'Name:\tvllm\nPid:\t4300\nPPid:\t1\nUid:\t0\t0\t0\t0\nNSpid:\t4300\n' >"$q/status"
+printf 'python3\0/usr/bin/vllm\0serve\0/models/q\0--port\08000' >"$q/cmdline"
+echo /dev/davinci1 >"$q/fd/3"
+echo 'net:[4026531840]' >"$r/proc/self/ns/net"
+echo 'net:[4026532999]' >"$q/ns/net"
+hdr='  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode'
+notlist() { doc "$r"; jq '[.findings[] | select(.id == "port-not-listening" and .evidence.pid == 4300)] | length' "$tmp/d.json"; }
+check "netns: nothing listens in the server's namespace: port-not-listening (got $(notlist))" \
+    [ "$(notlist)" -eq 1 ]
+mkdir -p "$q/net"
+printf '%s\n   0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 7001 1 0 100 0 0 10 0\n' "$hdr" >"$q/net/tcp"
+check "netns: a listener on 8000 in its own namespace (tcp) is no port-not-listening (got $(notlist))" \
+    [ "$(notlist)" -eq 0 ]
+rm "$q/net/tcp"
+printf '%s\n   0: 00000000000000000000000000000000:1F40 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 7002 1 0 100 0 0 10 0\n' "$hdr" >"$q/net/tcp6"
+check "netns: nor one on tcp6 (got $(notlist))" [ "$(notlist)" -eq 0 ]
+echo 'net:[4026531840]' >"$q/ns/net"
+check "netns: the host's namespace is not read twice: the host's empty table counts (got $(notlist))" \
+    [ "$(notlist)" -eq 1 ]
+
 # pid_in_container from NSpid (outermost first): the innermost pid.
 sed -i 's/^NSpid:.*/NSpid:\t4242\t57/' "$tmp/v2/proc/4242/status"
 pic() { "$HBMCTL" status --backend dcmi --root "$1" --json | jq -r '.devices[0].processes[0].pid_in_container'; }

@@ -49,6 +49,8 @@ typedef struct hbm_hproc {
                             the container it ran in no longer exists */
     char container_state[12]; /* from the runtimes' own state (docs/host-facts.md):
                                  "running", "paused", "gone", "unknown"; "" when no container */
+    char container_name[128];  /* the runtime's name of it (Docker's config.v2.json), else "" */
+    char container_image[256]; /* its image, from the same record, else "" */
     int zombie_live_threads; /* state Z: threads still running after their leader exited;
                                 they keep the files and device (dev_paths come from them) */
 } hbm_hproc;

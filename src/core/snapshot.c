@@ -586,6 +586,8 @@ static const field hproc_fields[] = {
     CUSTOM("pod", put_hproc_pod, get_hproc_pod),
     FLD(hbm_hproc, "cgroup_gone", F_BOOL, cgroup_gone),
     FLD(hbm_hproc, "container_state", F_STR, container_state),
+    FLD(hbm_hproc, "container_name", F_STR, container_name),
+    FLD(hbm_hproc, "container_image", F_STR, container_image),
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),

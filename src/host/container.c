@@ -3,7 +3,9 @@
  * `docker rm -f`), so only the runtime can say the container is gone. Every read is bounded:
  * directory opens and one small freezer file per process. */
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,9 +93,31 @@ static bool frozen(const char *root, const char *cg2, const hbm_cgroup_info *ci)
            (!strncmp(buf, "frozen 1", 8) || strstr(buf, "\nfrozen 1"));
 }
 
-void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgroup_info *ci,
-                              char *state, size_t n)
+/* Docker's name ("Name": "/vllm", without the '/') and image ("Config.Image") of a
+ * container it knows, from its config.v2.json (tens of KiB; a larger file is not one). */
+static void docker_names(int dfd, const char *id, hbm_hproc *out)
 {
+    char rel[128];
+    size_t len;
+    snprintf(rel, sizeof rel, "%s/config.v2.json", id);
+    char *buf = hbm_hio_slurp(dfd, rel, 1 << 22, &len);
+    json_t *j = buf ? json_loadb(buf, len, 0, NULL) : NULL;
+    free(buf);
+    const char *name = json_string_value(json_object_get(j, "Name"));
+    const char *image = json_string_value(json_object_get(json_object_get(j, "Config"), "Image"));
+    if (name)
+        snprintf(out->container_name, sizeof out->container_name, "%s",
+                 name[0] == '/' ? name + 1 : name);
+    if (image)
+        snprintf(out->container_image, sizeof out->container_image, "%s", image);
+    json_decref(j);
+}
+
+void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgroup_info *ci,
+                              hbm_hproc *out)
+{
+    char *state = out->container_state;
+    size_t n = sizeof out->container_state;
     state[0] = '\0';
     if (!ci->container_id[0])
         return;
@@ -105,6 +129,8 @@ void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgrou
             continue;
         readable |= stores[i].rt;
         known = store_knows(dfd, stores[i].per_namespace, ci->container_id);
+        if (known && stores[i].rt == RT_DOCKER)
+            docker_names(dfd, ci->container_id, out);
         close(dfd);
     }
     /* A frozen cgroup is a kernel fact: paused even where no runtime record is readable. */

@@ -94,7 +94,17 @@ for layout in v1 v2 hybrid; do
         [ "$(verdict "$r")" = BUSY ]
     check "$layout: Docker's record present: clean kills nothing (got $(kill_allowed "$r"))" \
         [ "$(kill_allowed "$r")" != true ]
-    rmdir "$r/var/lib/docker/containers/$id"
+    echo '{"Name": "/vllm-qwen", "Config": {"Image": "vllm/vllm-ascend:v0.9"}}' \
+        >"$r/var/lib/docker/containers/$id/config.v2.json"
+    names() { "$HBMCTL" status --backend dcmi --root "$1" --json |
+                  jq -r '[.. | objects | select(.pid? == 4242 and has("container_state"))
+                         | "\(.container_name)|\(.container_image)"] | first'; }
+    check "$layout: Docker's name and image in the host facts (got $(names "$r"))" \
+        [ "$(names "$r")" = "vllm-qwen|vllm/vllm-ascend:v0.9" ]
+    echo '{"Name": ' >"$r/var/lib/docker/containers/$id/config.v2.json"
+    check "$layout: a malformed config.v2.json names nothing and the container still runs" \
+        [ "$(names "$r")|$(state "$r")" = "null|null|running" ]
+    rm -r "$r/var/lib/docker/containers/$id"
 done
 
 r="$tmp/v1"

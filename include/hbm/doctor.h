@@ -105,7 +105,13 @@ typedef struct hbm_clean_opts {
     size_t nnamed;
     const char *audit_path;  /* NULL = hbm_audit_path(NULL) */
     const char *command;     /* recorded in the audit log, e.g. "hbmctl clean --apply" */
+    const char *only;        /* --only: comma-separated finding ids whose actions the plan
+                                takes (named pids aside); NULL = all */
 } hbm_clean_opts;
+
+/* The first comma-separated word of list that is no finding id with a clean action (into
+ * bad, "" when every word is one). Returns true when all are. */
+bool hbm_clean_only_ok(const char *list, char *bad, size_t n);
 
 typedef struct hbm_clean_step {
     hbm_action action;

@@ -47,6 +47,10 @@ typedef struct hbm_hproc {
     hbm_pod pod;         /* its pod, when the node's runtime state or pod logs name it */
     bool cgroup_gone;    /* its cgroup was removed (" (deleted)" or the directory is gone):
                             the container it ran in no longer exists */
+    char container_state[12]; /* from the runtimes' own state (docs/host-facts.md):
+                                 "running", "paused", "gone", "unknown"; "" when no container */
+    char container_name[128];  /* the runtime's name of it (Docker's config.v2.json), else "" */
+    char container_image[256]; /* its image, from the same record, else "" */
     int zombie_live_threads; /* state Z: threads still running after their leader exited;
                                 they keep the files and device (dev_paths come from them) */
 } hbm_hproc;
@@ -73,6 +77,8 @@ typedef struct hbm_posix_shm {
     int64_t mtime;
     int *holders;   /* owned; pids that map it (maps) or hold it open (fd) */
     size_t nholders;
+    char owner[16]; /* the container runtime whose live object it is ("podman"), else "":
+                       never stale (docs/host-facts.md) */
 } hbm_posix_shm;
 
 typedef struct hbm_hugepages {
@@ -154,6 +160,10 @@ const char *const *hbm_host_patterns_from_env(void);
  * the cgroup is refused. Leaves out zeroed when nothing names the pod. */
 void hbm_host_pod_lookup(const char *root, const char *container_id, const char *pod_uid,
                          hbm_pod *out);
+
+/* Whether the container of p no longer exists: every runtime whose state is readable
+ * forgot its id, or (no runtime state readable) the kernel removed its cgroup. */
+bool hbm_host_container_gone(const hbm_hproc *p);
 
 /* The cgroup2 mount point from <root>/proc/self/mountinfo, root prefix included (hybrid
  * hosts mount it at /sys/fs/cgroup/unified). -1 with a message when there is none. */

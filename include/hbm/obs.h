@@ -62,7 +62,7 @@ typedef struct hbm_dproc {
     int64_t memory_bytes;     /* device memory this process holds on this chip */
     char container[80];       /* container id when known, else "" */
     hbm_pod pod;              /* its Kubernetes pod (from the host join or a snapshot) */
-    int64_t pid_in_container; /* npu-smi 26.x column; HBM_UNKNOWN otherwise */
+    int64_t pid_in_container; /* npu-smi 26.x column, else NSpid's innermost; or HBM_UNKNOWN */
     hbm_pid_state state;      /* filled by the join */
     char state_why[200];      /* evidence behind state, for the reason text */
 } hbm_dproc;

@@ -41,6 +41,7 @@ int hbm_procfs_parse_status(const char *buf, size_t len, hbm_pstatus *out, hbm_e
 typedef struct hbm_cgroup_info {
     char *line;      /* owned; the line naming a container, else the v2 line, else the first */
     char *v2_path;   /* owned; path of the "0::" line without " (deleted)"; NULL if none */
+    char *freezer_path; /* owned; path of the v1 line whose controllers hold "freezer" */
     bool deleted;    /* the kernel marked the v2 cgroup " (deleted)": it was removed */
     char container_id[72];
     char runtime[16]; /* docker, containerd, cri-o, kubepods, podman, or "" */

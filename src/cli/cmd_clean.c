@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cli_findings.h"
 #include "hbm/doctor.h"
+#include "hbm/redact.h"
 
 static const char about[] =
     "Lists what it would do about doctor's findings; --apply does it:\n"
@@ -22,9 +23,10 @@ static const char about[] =
     "With no device source it handles the host objects alone and says so first.\n";
 
 static const char exits[] =
-    "exit: 0 nothing to do, or every action done (steps kept by the safety rules\n"
-    "      do not count); 1 a dry run with something to do, an action kept when\n"
-    "      checked again (no longer safe) or failed, or the question answered no;\n"
+    "exit: 0 nothing to do, or every action done; 1 a dry run with something to\n"
+    "      do, a step kept by the safety rules (the problem stays: its reason is\n"
+    "      printed), an action kept when checked again (no longer safe) or failed,\n"
+    "      or the question answered no;\n"
     "      2 could not look, bad option, or could not write the audit log (then\n"
     "      nothing is done)\n";
 
@@ -71,6 +73,9 @@ static int parse(clean_args *a, int argc, char **argv)
         CLI_OPT(CLI_CALL, "pid", 0, "PID", a,
                 "also end this device holder (repeatable; allows a process\n"
                 "in a running container)", .fn = add_pid),
+        CLI_OPT(CLI_STRING, "only", 0, "IDS", &a->copts.only,
+                "act only on these findings (comma-separated ids, e.g.\n"
+                "orphan-holder,stale-sysv-shm); --pid holders still count"),
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n"
                 HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)"),
@@ -82,6 +87,12 @@ static int parse(clean_args *a, int argc, char **argv)
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
     };
     int rc = cli_parse_options(&spec, argc, argv);
+    char bad[64];
+    if (rc == CLI_CONTINUE && a->copts.only && !hbm_clean_only_ok(a->copts.only, bad, sizeof bad)) {
+        cli_errorf("--only: '%s' is not a finding id that clean acts on (hbmctl doctor "
+                   "--rules lists them)", bad);
+        rc = CLI_EXIT_ERROR;
+    }
     if (rc == CLI_CONTINUE && a->apply && a->c.src.snapshot) {
         cli_errorf("clean --apply acts on the live host only; drop --snapshot");
         rc = CLI_EXIT_ERROR;
@@ -277,6 +288,26 @@ static int apply_plan(clean_args *a, const hbm_obs *obs, hbm_clean_plan *plan)
     return rc;
 }
 
+/* The whole command line for the audit log ("hbmctl clean --apply --pid 42 ..."), with
+ * credentials redacted like any command line hbmctl records. */
+static char *command_line(int argc, char **argv)
+{
+    size_t len = sizeof "hbmctl";
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    char *buf = hbm_xmalloc(len), *p = buf;
+    memcpy(p, "hbmctl", sizeof "hbmctl");
+    p += sizeof "hbmctl";
+    for (int i = 0; i < argc; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        memcpy(p, argv[i], n);
+        p += n;
+    }
+    char *out = hbm_redact_words(buf, len - 1, '\0');
+    free(buf);
+    return out;
+}
+
 int cmd_clean(int argc, char **argv)
 {
     clean_args a = {0};
@@ -287,11 +318,13 @@ int cmd_clean(int argc, char **argv)
     }
     a.copts.named_pids = a.pids;
     a.copts.nnamed = a.npids;
-    a.copts.command = a.apply ? "hbmctl clean --apply" : "hbmctl clean";
+    char *command = command_line(argc, argv);
+    a.copts.command = command;
     a.c.src.host_only_ok = true;
     hbm_obs obs;
     if (!cli_observe(&a.c, &obs)) {
         free(a.pids);
+        free(command);
         return CLI_EXIT_ERROR;
     }
     hbm_findings f;
@@ -317,9 +350,14 @@ int cmd_clean(int argc, char **argv)
     } else if (a.c.json) {
         print_json(false, &obs, &plan, NULL, NULL);
     }
+    /* A step the safety rules kept leaves its problem (an orphan holding memory) in place:
+     * never a success. */
+    if (rc == CLI_EXIT_OK && allowed < plan.n)
+        rc = CLI_EXIT_PROBLEM;
     hbm_clean_plan_free(&plan);
     hbm_findings_free(&f);
     hbm_obs_free(&obs);
     free(a.pids);
+    free(command);
     return rc;
 }

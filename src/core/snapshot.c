@@ -585,6 +585,9 @@ static const field hproc_fields[] = {
     FLD(hbm_hproc, "pod_uid", F_STR, pod_uid),
     CUSTOM("pod", put_hproc_pod, get_hproc_pod),
     FLD(hbm_hproc, "cgroup_gone", F_BOOL, cgroup_gone),
+    FLD(hbm_hproc, "container_state", F_STR, container_state),
+    FLD(hbm_hproc, "container_name", F_STR, container_name),
+    FLD(hbm_hproc, "container_image", F_STR, container_image),
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),
@@ -617,6 +620,7 @@ static const field posix_fields[] = {
     FLD(hbm_posix_shm, "uid", F_INT, uid),
     FLD(hbm_posix_shm, "mtime", F_I64_RAW, mtime),
     ARRAY(hbm_posix_shm, "holders", F_INTS, holders, nholders),
+    FLD(hbm_posix_shm, "owner", F_STR, owner),
     END,
 };
 

@@ -80,6 +80,9 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->name, sizeof p->name, "%s", hp->comm);
     if (!p->container[0] && hp->container_id[0])
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    /* NSpid, outermost first: its last entry is the pid inside the container. */
+    if (p->pid_in_container < 0 && hp->nnspid > 1)
+        p->pid_in_container = hp->nspid[hp->nnspid - 1];
     if (!p->pod.name[0] && hp->pod.name[0])
         p->pod = hp->pod;
     p->state = hbm_verdict_process_state(h, hp, p->state_why, sizeof p->state_why);
@@ -96,20 +99,28 @@ hbm_pid_state hbm_verdict_process_state(const hbm_host *h, const hbm_hproc *hp, 
                  "it", hp->pid, hp->comm, hp->ppid);
         return HBM_PID_ZOMBIE;
     }
+    /* A frozen task sleeps in the freezer (state D on v1 kernels): paused, not stuck. */
+    if (!strcmp(hp->container_state, "paused")) {
+        snprintf(why, n, "pid %d (%s) is in paused container %.12s", hp->pid, hp->comm,
+                 hp->container_id);
+        return HBM_PID_LIVE;
+    }
     if (hp->state == 'D') {
         snprintf(why, n, "pid %d (%s) is stuck in uninterruptible sleep (D)%s%s", hp->pid,
                  hp->comm, hp->wchan[0] ? " in " : "", hp->wchan);
         return HBM_PID_STUCK;
     }
-    if (hp->cgroup_gone && hp->ppid <= 1) {
-        snprintf(why, n, "pid %d (%s) outlived its container %.12s: the container's cgroup is "
-                 "gone and its parent is init", hp->pid, hp->comm,
-                 hp->container_id[0] ? hp->container_id : "(unknown)");
+    if (hbm_host_container_gone(hp) && hp->ppid <= 1) {
+        bool by_runtime = !strcmp(hp->container_state, "gone");
+        snprintf(why, n, "pid %d (%s) outlived its container %.12s: %s and its parent is init",
+                 hp->pid, hp->comm, hp->container_id[0] ? hp->container_id : "(unknown)",
+                 by_runtime ? "no container runtime knows it" : "the container's cgroup is gone");
         return HBM_PID_ABANDONED;
     }
     /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1 may
-     * be the server itself. */
-    if (h->sees_host_pids && hp->ppid == 1 && hbm_verdict_server_child(hp)) {
+     * be the server itself. A container its runtime still runs is not abandoned. */
+    if (h->sees_host_pids && hp->ppid == 1 && strcmp(hp->container_state, "running") &&
+        hbm_verdict_server_child(hp)) {
         snprintf(why, n, "pid %d (%s) is a server's worker whose server has exited: it now "
                  "belongs to init (ppid 1)", hp->pid, hp->comm);
         return HBM_PID_ABANDONED;
@@ -191,7 +202,7 @@ static bool judge_processes(const hbm_obs *obs, hbm_device *d, const hbm_dproc *
 {
     char used[32];
     size_t live = 0, orphan = 0;
-    const hbm_dproc *first_orphan = NULL, *biggest = NULL;
+    const hbm_dproc *first_orphan = NULL, *biggest = NULL, *paused = NULL;
     *unseen = NULL;
     for (size_t i = 0; i < d->nprocs; i++) {
         hbm_dproc *p = &d->procs[i];
@@ -205,6 +216,9 @@ static bool judge_processes(const hbm_obs *obs, hbm_device *d, const hbm_dproc *
                 *unseen = p;
         } else {
             live++;
+            const hbm_hproc *hp = obs->has_host ? hbm_host_find(&obs->host, (int)p->pid) : NULL;
+            if (!paused && hp && !strcmp(hp->container_state, "paused"))
+                paused = p;
             if (!biggest || p->memory_bytes > biggest->memory_bytes)
                 biggest = p;
         }
@@ -227,6 +241,9 @@ static bool judge_processes(const hbm_obs *obs, hbm_device *d, const hbm_dproc *
                    (long long)biggest->pid, biggest->name[0] ? biggest->name : "no name",
                    hbm_fmt_size(used, sizeof used, biggest->memory_bytes),
                    (long long)other->index, (long long)other->chip);
+    else if (paused)
+        set_reason(d, HBM_VERDICT_BUSY, "paused: %s; it resumes with its container "
+                   "(docker unpause)", paused->state_why);
     else
         set_reason(d, HBM_VERDICT_BUSY, "%zu process%s listed%s%s%s%s%s", live,
                    live > 1 ? "es" : "", biggest->name[0] ? ": " : "", biggest->name,

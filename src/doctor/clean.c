@@ -52,12 +52,49 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
-    } else if (hp && hp->container_id[0] && !hp->cgroup_gone && !named(o, pid)) {
+    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
         s->allowed = false;
+        bool unknown = !strcmp(hp->container_state, "unknown");
         snprintf(s->why, sizeof s->why,
-                 "pid %d runs in container %.12s, which still exists: name it with --pid %d",
-                 pid, hp->container_id, pid);
+                 "pid %d runs in container %.12s, %s: name it with --pid %d", pid,
+                 hp->container_id,
+                 unknown ? "whose existence no readable runtime record tells"
+                         : "which still exists",
+                 pid);
     }
+}
+
+/* True when the comma-separated list holds word [w, w + n). */
+static bool list_has(const char *list, const char *w, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == n && !memcmp(p, w, n))
+            return true;
+        p += l + (p[l] == ',');
+    }
+    return false;
+}
+
+bool hbm_clean_only_ok(const char *list, char *bad, size_t n)
+{
+    bad[0] = '\0';
+    for (const char *p = list;;) { /* an empty word (",," or a trailing ",") is no id */
+        size_t l = strcspn(p, ",");
+        bool ok = false;
+        for (size_t i = 0; i < hbm_doctor_nrules() && !ok; i++) {
+            const hbm_doctor_rule *r = hbm_doctor_rule_at(i);
+            ok = r->action != HBM_ACT_NONE && strlen(r->id) == l && !memcmp(r->id, p, l);
+        }
+        if (!ok) {
+            snprintf(bad, n, "%.*s", (int)(l > 60 ? 60 : l), p);
+            return false;
+        }
+        if (!p[l])
+            break;
+        p += l + 1;
+    }
+    return true;
 }
 
 void hbm_clean_plan_make(const hbm_obs *obs, const hbm_findings *f, const hbm_clean_opts *o,
@@ -66,7 +103,8 @@ void hbm_clean_plan_make(const hbm_obs *obs, const hbm_findings *f, const hbm_cl
     memset(plan, 0, sizeof *plan);
     for (size_t i = 0; i < f->n; i++) {
         const hbm_finding *x = &f->items[i];
-        if (x->action.kind == HBM_ACT_NONE)
+        if (x->action.kind == HBM_ACT_NONE ||
+            (o->only && !list_has(o->only, x->id, strlen(x->id))))
             continue;
         if (x->action.kind == HBM_ACT_KILL && planned_kill(plan, x->action.pid))
             continue; /* one process listed on several chips */

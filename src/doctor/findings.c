@@ -397,8 +397,8 @@ static void posix_findings(const hbm_obs *obs, hbm_findings *out)
         return; /* holders in other PID namespaces would be invisible */
     for (size_t i = 0; i < h->nposix; i++) {
         const hbm_posix_shm *s = &h->posix[i];
-        if (s->nholders > 0 || !s->path)
-            continue;
+        if (s->nholders > 0 || s->owner[0] || !s->path)
+            continue; /* in use, or a live container runtime's own object */
         char sz[32];
         hbm_finding *x = doc_add(out, DOC_STALE_POSIX_SHM, HBM_SEV_WARNING, HBM_UNKNOWN,
                                  "%s (%s): no process maps it or holds it open", s->path,

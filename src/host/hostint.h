@@ -49,6 +49,14 @@ int hbm_hproc_live_thread(int pidfd, int pid, int *nlive);
 /* Appends path to p->dev_paths unless already there. */
 void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
 
+/* The state of the container ci names, into out->container_state: "running", "paused",
+ * "gone" (every readable runtime record store lacks the id, the cgroup's own runtime's
+ * among them), "unknown" (none readable); "" when ci names no container. With Docker's
+ * record, also out->container_name and container_image. cg2 as for hbm_hproc_read_at. */
+struct hbm_cgroup_info;
+void hbm_host_container_state(const char *root, const char *cg2,
+                              const struct hbm_cgroup_info *ci, hbm_hproc *out);
+
 /* System-wide facts (system.c): each returns -1 only on malformed content. */
 int hbm_host_read_sysv(const char *root, int procfd, hbm_host *h, hbm_err *err);
 int hbm_host_read_huge(const char *root, hbm_host *h, hbm_err *err);

@@ -231,7 +231,22 @@ void hbm_cgroup_info_free(hbm_cgroup_info *c)
 {
     free(c->line);
     free(c->v2_path);
-    c->line = c->v2_path = NULL;
+    free(c->freezer_path);
+    c->line = c->v2_path = c->freezer_path = NULL;
+}
+
+/* True when the comma-separated list names controller c. */
+static bool has_controller(const char *list, size_t n, const char *c)
+{
+    size_t cl = strlen(c);
+    for (const char *p = list, *end = list + n; p < end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma ? comma : end;
+        if ((size_t)(stop - p) == cl && !memcmp(p, c, cl))
+            return true;
+        p = stop + 1;
+    }
+    return false;
 }
 
 int hbm_procfs_parse_cgroup(const char *buf, size_t len, hbm_cgroup_info *out, hbm_err *err)
@@ -265,6 +280,9 @@ int hbm_procfs_parse_cgroup(const char *buf, size_t len, hbm_cgroup_info *out, h
             free(out->v2_path);
             out->v2_path = hbm_xstrndup(path, pl);
         }
+        if (id != 0 && !out->freezer_path && has_controller(c1 + 1, (size_t)(c2 - c1 - 1),
+                                                            "freezer"))
+            out->freezer_path = hbm_xstrndup(path, pl);
         if (!first) {
             first = s;
             firstl = n;

@@ -471,6 +471,46 @@ static const char *const *pick_patterns(const hbm_host_opts *o)
     return env ? env : hbm_host_default_dev_patterns;
 }
 
+/* A server in its own network namespace (--network none, a bridge) listens where the
+ * host's /proc/net/tcp does not show: its namespace's listeners come from its own
+ * /proc/PID/net/tcp{,6}, with the owner left unknown (-1), since which process of that
+ * namespace holds the socket is not checked. Bounded: one read per file per process told
+ * --port whose namespace is not hbmctl's. */
+static void foreign_netns_listeners(scan_ctx *c)
+{
+    char self[64], ns[64], rel[64];
+    bool real;
+    if (hbm_hio_link(c->procfd, "self/ns/net", self, sizeof self, &real) < 0)
+        return;
+    hbm_host *h = c->h;
+    char seen[16][64]; /* namespaces already read: a server and its workers share one */
+    size_t nseen = 0;
+    for (size_t i = 0; i < h->nprocs; i++) {
+        const hbm_hproc *p = &h->procs[i];
+        snprintf(rel, sizeof rel, "%d/ns/net", p->pid);
+        if (!p->cmdline || !strstr(p->cmdline, "--port") ||
+            hbm_hio_link(c->procfd, rel, ns, sizeof ns, &real) < 0 || !strcmp(ns, self))
+            continue;
+        bool again = false;
+        for (size_t k = 0; k < nseen && !again; k++)
+            again = !strcmp(seen[k], ns);
+        if (again || nseen == sizeof seen / sizeof seen[0])
+            continue;
+        memcpy(seen[nseen++], ns, sizeof ns);
+        for (int v6 = 0; v6 < 2; v6++) {
+            size_t len, start = h->nlisteners;
+            snprintf(rel, sizeof rel, "%d/net/tcp%s", p->pid, v6 ? "6" : "");
+            char *t = hbm_hio_slurp(c->procfd, rel, 1 << 22, &len);
+            if (t && hbm_procfs_parse_net_tcp(t, len, v6, &h->listeners, &h->nlisteners,
+                                              NULL) < 0)
+                h->nlisteners = start; /* unreadable: no claim either way */
+            for (size_t k = start; k < h->nlisteners; k++)
+                h->listeners[k].pid = -1;
+            free(t);
+        }
+    }
+}
+
 int hbm_host_scan(hbm_host *h, const hbm_host_opts *opts, hbm_err *err)
 {
     static const hbm_host_opts none = {0};
@@ -504,6 +544,8 @@ int hbm_host_scan(hbm_host *h, const hbm_host_opts *opts, hbm_err *err)
         build_want(&c, o);
         build_indexes(&c);
         rc = scan_procs(&c, err);
+        if (rc == 0)
+            foreign_netns_listeners(&c);
     }
     free(pats);
     ctx_free(&c);

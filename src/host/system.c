@@ -290,6 +290,42 @@ static int cmp_posix(const void *a, const void *b)
     return strcmp(((const hbm_posix_shm *)a)->path, ((const hbm_posix_shm *)b)->path);
 }
 
+/* Objects a container runtime creates in /dev/shm and keeps across its runs with no process
+ * mapping them (podman's lock table is mapped only while a podman command runs). Each
+ * belongs to the runtime only while the runtime's state for the object's owner exists:
+ * /run is a tmpfs, so that state means the runtime has run since boot and its containers
+ * rely on the locks. A per-user object (rootless podman's own table) is named after its
+ * owner's uid, with its state under /run/user/<uid>/; a system one is root's. */
+static const struct {
+    const char *name, *runtime, *state; /* per_user: name and state get the uid appended */
+    bool per_user;
+} runtime_shm[] = {
+    {"libpod_lock", "podman", "/run/libpod", false},
+    {"libpod_rootless_lock_", "podman", "/libpod", true},
+};
+
+static void judge_owner(const char *root, const char *name, hbm_posix_shm *o)
+{
+    for (size_t i = 0; i < sizeof runtime_shm / sizeof runtime_shm[0]; i++) {
+        char want[64], state[96];
+        if (runtime_shm[i].per_user) {
+            snprintf(want, sizeof want, "%s%d", runtime_shm[i].name, o->uid);
+            snprintf(state, sizeof state, "/run/user/%d%s", o->uid, runtime_shm[i].state);
+        } else {
+            snprintf(want, sizeof want, "%s", o->uid == 0 ? runtime_shm[i].name : "");
+            snprintf(state, sizeof state, "%s", runtime_shm[i].state);
+        }
+        if (!want[0] || strcmp(name, want) != 0)
+            continue;
+        int fd = hbm_hio_open(root, state, O_RDONLY | O_DIRECTORY);
+        if (fd >= 0) {
+            close(fd);
+            snprintf(o->owner, sizeof o->owner, "%s", runtime_shm[i].runtime);
+            return;
+        }
+    }
+}
+
 void hbm_host_read_devshm(const char *root, hbm_host *h)
 {
     h->devshm_total_bytes = h->devshm_used_bytes = HBM_UNKNOWN;
@@ -319,6 +355,7 @@ void hbm_host_read_devshm(const char *root, hbm_host *h)
         o->size = (uint64_t)st.st_size;
         o->uid = (int)st.st_uid;
         o->mtime = (int64_t)st.st_mtime;
+        judge_owner(root, e->d_name, o);
     }
     closedir(d);
     if (h->nposix) /* qsort(NULL, 0) is undefined behaviour */

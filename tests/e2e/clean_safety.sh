@@ -38,8 +38,11 @@ check "the dry run wrote no audit log" [ ! -e "$tmp/audit.jsonl" ]
 
 "$HBMCTL" clean --backend dcmi --pid 1 --pid $$ --pid "$worker" --apply --yes --grace 5s --settle 1s \
     >"$tmp/apply.txt"
-check "clean --apply finishes with exit 0" [ $? -eq 0 ]
+check "clean --apply exits 1: the two steps it kept (PID 1, its ancestor) are left undone" [ $? -eq 1 ]
 check "the output says which steps the safety rules kept" grep -q "2 kept by safety rules" "$tmp/apply.txt"
+check "the audit log has the whole command line, --pid and --grace included" \
+    jq -e "select(.command == \"hbmctl clean --backend dcmi --pid 1 --pid $$ --pid $worker --apply --yes --grace 5s --settle 1s\")" \
+    "$tmp/audit.jsonl"
 ended=0
 for _ in $(seq 1 50); do
     st=$(sed 's/.*) //' "/proc/$worker/stat" 2>/dev/null | cut -d' ' -f1)

@@ -118,8 +118,8 @@ check "device 0's released memory is reported" \
 check "device 3 released nothing" \
     [ "$(jq '.released[] | select(.device == 3) | .released_bytes' "$tmp/apply.json")" -eq 0 ]
 check "the D-state process was not touched" [ "$(state "$dpid")" = D ]
-check "the audit log has a start record" \
-    [ "$(jq -r 'select(.event == "clean-start") | .command' "$tmp/log/audit.jsonl")" = "hbmctl clean --apply" ]
+check "the audit log has a start record with the whole command line" \
+    [ "$(jq -r 'select(.event == "clean-start") | .command' "$tmp/log/audit.jsonl")" = "hbmctl clean --backend dcmi --apply --yes --grace 1s --settle 10s --json" ]
 check "the audit log records the kill as done" \
     [ "$(jq -r "select(.event == \"clean\" and .pid == $orphan) | .outcome" "$tmp/log/audit.jsonl")" = "done" ]
 check "every audit line is one JSON object with a time" \

@@ -176,6 +176,28 @@ static void test_cgroup_v2_path(void **state)
     assert_int_equal(hbm_procfs_parse_cgroup(S("12:pids:/a\n11:cpu:/b\n"), &ci, &err), 0);
     assert_null(ci.v2_path);
     assert_string_equal(ci.line, "12:pids:/a");
+    assert_null(ci.freezer_path);
+    hbm_cgroup_info_free(&ci);
+}
+
+/* The v1 freezer hierarchy's path, where a paused container is told (its own line, or one
+ * shared with other controllers); "freezerx" is not "freezer". */
+static void test_cgroup_freezer_path(void **state)
+{
+    (void)state;
+    hbm_cgroup_info ci;
+    hbm_err err;
+    assert_int_equal(hbm_procfs_parse_cgroup(S("4:cpu,cpuacct:/docker/a\n9:freezer:/docker/f\n"
+                                               "0::/\n"), &ci, &err), 0);
+    assert_string_equal(ci.freezer_path, "/docker/f");
+    assert_string_equal(ci.v2_path, "/");
+    hbm_cgroup_info_free(&ci);
+    assert_int_equal(hbm_procfs_parse_cgroup(S("3:blkio,freezer,devices:/x\n"), &ci, &err), 0);
+    assert_string_equal(ci.freezer_path, "/x");
+    hbm_cgroup_info_free(&ci);
+    assert_int_equal(hbm_procfs_parse_cgroup(S("3:freezerx:/x\n2:name=freezer:/y\n"), &ci, &err),
+                     0);
+    assert_null(ci.freezer_path);
     hbm_cgroup_info_free(&ci);
 }
 
@@ -406,7 +428,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stat),          cmocka_unit_test(test_status),
         cmocka_unit_test(test_cgroup_runtimes), cmocka_unit_test(test_cgroup_bad),
-        cmocka_unit_test(test_cgroup_v2_path), cmocka_unit_test(test_mountinfo),
+        cmocka_unit_test(test_cgroup_v2_path),
+        cmocka_unit_test(test_cgroup_freezer_path), cmocka_unit_test(test_mountinfo),
         cmocka_unit_test(test_fdlink),        cmocka_unit_test(test_sysv),
         cmocka_unit_test(test_meminfo_thp_count), cmocka_unit_test(test_net_tcp),
         cmocka_unit_test(test_environ),       cmocka_unit_test(test_maps),

@@ -1,0 +1,153 @@
+/* Container state from the runtimes' own records (docs/host-facts.md): a cgroup directory
+ * outlives its container while any task is in it (v1 hierarchies keep /docker/<id> after
+ * `docker rm -f`), so only the runtime can say the container is gone. Every read is bounded:
+ * directory opens and one small freezer file per process. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hbm/procfs.h"
+#include "host/hostint.h"
+
+/* Which runtime's records a path belongs to. */
+enum { RT_DOCKER = 1, RT_CONTAINERD = 2, RT_STORAGE = 4 /* CRI-O and podman share it */ };
+
+/* Where each runtime keeps one directory per container it knows (stopped ones included for
+ * Docker and containers/storage; running tasks for containerd, in any namespace). */
+static const struct {
+    int rt;
+    const char *dir;
+    bool per_namespace;
+} stores[] = {
+    {RT_DOCKER, "/var/lib/docker/containers", false},
+    {RT_CONTAINERD, "/run/containerd/io.containerd.runtime.v2.task", true},
+    {RT_STORAGE, "/var/lib/containers/storage/overlay-containers", false},
+    {RT_STORAGE, "/run/containers/storage/overlay-containers", false},
+};
+
+static bool dir_has(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+/* True when store dfd knows id; for containerd, below any namespace directory. */
+static bool store_knows(int dfd, bool per_namespace, const char *id)
+{
+    if (!per_namespace)
+        return dir_has(dfd, id);
+    DIR *d = hbm_hio_opendir(dfd, ".");
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    char rel[600];
+    while (!found && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(rel, sizeof rel, "%.255s/%s", e->d_name, id);
+        found = dir_has(dfd, rel);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The runtimes whose records must be readable before a missing id means "gone": the one
+ * the cgroup names (a Kubernetes cgroupfs path may be containerd's or CRI-O's). */
+static int needed_for(const char *runtime)
+{
+    if (!strcmp(runtime, "docker"))
+        return RT_DOCKER;
+    if (!strcmp(runtime, "containerd"))
+        return RT_CONTAINERD;
+    if (!strcmp(runtime, "cri-o") || !strcmp(runtime, "podman"))
+        return RT_STORAGE;
+    if (!strcmp(runtime, "kubepods"))
+        return RT_CONTAINERD | RT_STORAGE;
+    return RT_DOCKER | RT_CONTAINERD | RT_STORAGE;
+}
+
+/* Paused: freezer v1 "FROZEN", or v2 cgroup.freeze 1 / cgroup.events "frozen 1". */
+static bool frozen(const char *root, const char *cg2, const hbm_cgroup_info *ci)
+{
+    char path[4096], buf[256];
+    if (ci->freezer_path) {
+        snprintf(path, sizeof path, "%s/sys/fs/cgroup/freezer%s/freezer.state", root,
+                 ci->freezer_path);
+        if (hbm_hio_read(AT_FDCWD, path, buf, sizeof buf) > 0 && !strncmp(buf, "FROZEN", 6))
+            return true;
+    }
+    if (!cg2[0] || !ci->v2_path)
+        return false;
+    snprintf(path, sizeof path, "%s%s/cgroup.freeze", cg2, ci->v2_path);
+    if (hbm_hio_read(AT_FDCWD, path, buf, sizeof buf) > 0 && buf[0] == '1')
+        return true;
+    snprintf(path, sizeof path, "%s%s/cgroup.events", cg2, ci->v2_path);
+    return hbm_hio_read(AT_FDCWD, path, buf, sizeof buf) > 0 &&
+           (!strncmp(buf, "frozen 1", 8) || strstr(buf, "\nfrozen 1"));
+}
+
+/* Docker's name ("Name": "/vllm", without the '/') and image ("Config.Image") of a
+ * container it knows, from its config.v2.json (tens of KiB; a larger file is not one). */
+static void docker_names(int dfd, const char *id, hbm_hproc *out)
+{
+    char rel[128];
+    size_t len;
+    snprintf(rel, sizeof rel, "%s/config.v2.json", id);
+    char *buf = hbm_hio_slurp(dfd, rel, 1 << 22, &len);
+    json_t *j = buf ? json_loadb(buf, len, 0, NULL) : NULL;
+    free(buf);
+    const char *name = json_string_value(json_object_get(j, "Name"));
+    const char *image = json_string_value(json_object_get(json_object_get(j, "Config"), "Image"));
+    if (name)
+        snprintf(out->container_name, sizeof out->container_name, "%s",
+                 name[0] == '/' ? name + 1 : name);
+    if (image)
+        snprintf(out->container_image, sizeof out->container_image, "%s", image);
+    json_decref(j);
+}
+
+void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgroup_info *ci,
+                              hbm_hproc *out)
+{
+    char *state = out->container_state;
+    size_t n = sizeof out->container_state;
+    state[0] = '\0';
+    if (!ci->container_id[0])
+        return;
+    int readable = 0;
+    bool known = false;
+    for (size_t i = 0; i < sizeof stores / sizeof stores[0] && !known; i++) {
+        int dfd = hbm_hio_open(root, stores[i].dir, O_RDONLY | O_DIRECTORY);
+        if (dfd < 0)
+            continue;
+        readable |= stores[i].rt;
+        known = store_knows(dfd, stores[i].per_namespace, ci->container_id);
+        if (known && stores[i].rt == RT_DOCKER)
+            docker_names(dfd, ci->container_id, out);
+        close(dfd);
+    }
+    /* A frozen cgroup is a kernel fact: paused even where no runtime record is readable. */
+    const char *s = "unknown";
+    if (frozen(root, cg2, ci))
+        s = "paused";
+    else if (known)
+        s = "running";
+    else if (readable & needed_for(ci->runtime))
+        s = "gone";
+    snprintf(state, n, "%s", s);
+}
+
+bool hbm_host_container_gone(const hbm_hproc *p)
+{
+    if (!strcmp(p->container_state, "gone"))
+        return true;
+    bool known = !strcmp(p->container_state, "running") || !strcmp(p->container_state, "paused");
+    return !known && p->cgroup_gone;
+}

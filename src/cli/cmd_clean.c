@@ -303,7 +303,7 @@ static char *command_line(int argc, char **argv)
         memcpy(p, argv[i], n);
         p += n;
     }
-    char *out = hbm_redact_words(buf, len - 1, '\0');
+    char *out = hbm_redact_words(buf, len - 1, '\0', 0);
     free(buf);
     return out;
 }

@@ -135,7 +135,7 @@ static size_t json_log_record(char *line, size_t len)
             c = line[++r];
             c = c == 'n' || c == 't' || c == 'r' ? ' ' : c == 'u' ? '?' : c;
             if (line[r] == 'u')
-                r += r + 4 < len ? 4 : 0; /* \uXXXX: escaped control or non-ASCII */
+                r += r + 4 < len ? 4 : 0; /* \uHHHH: escaped control or non-ASCII */
         }
         line[w++] = c;
     }

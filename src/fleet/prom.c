@@ -133,7 +133,7 @@ static void put_utf8(jp *p, long c)
     }
 }
 
-/* \uXXXX (a surrogate pair too) after the backslash and 'u'; NUL is refused: it would cut a
+/* \uHHHH (a surrogate pair too) after the backslash and 'u'; NUL is refused: it would cut a
  * label short. */
 static int unicode_escape(jp *p)
 {

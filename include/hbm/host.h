@@ -41,6 +41,7 @@ typedef struct hbm_hproc {
     char wchan[64];      /* where a D-state process sleeps, when readable */
     char **dev_paths;    /* owned; device files it holds open (matched by the patterns) */
     size_t ndev_paths;
+    bool fds_read;       /* its open files were listed, so dev_paths is the whole truth */
     char *visible_devices; /* owned; ASCEND_RT_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES
                               value from /proc/PID/environ when readable, else NULL */
     char pod_uid[40];    /* Kubernetes pod uid when the cgroup names one, else "" */
@@ -190,6 +191,13 @@ int hbm_host_wait_exit(int pid, uint64_t starttime, double timeout_s);
 
 /* True when pid is this process or one of its ancestors (walked live through /proc). */
 bool hbm_host_is_self_or_ancestor(int pid);
+
+/* Whether the host backs a driver's listing of hp as a device holder (docs/safety.md): a
+ * process with device memory keeps the accelerator's device file open, the driver's context
+ * lives on it. 1: it holds one (why names it); 0: its open files were read, it holds none,
+ * and other processes on this host visibly hold device files, so the listing names another
+ * process (a reused pid, another PID namespace's number); -1: the host does not tell. */
+int hbm_host_device_file_proof(const hbm_host *h, const hbm_hproc *hp, char *why, size_t n);
 
 /* 1 when the SysV segment is stale now (exists, nattch 0, creator and last user dead);
  * 0 with why filled otherwise. */

@@ -592,6 +592,7 @@ static const field hproc_fields[] = {
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),
     ARRAY(hbm_hproc, "device_files", F_STRS, dev_paths, ndev_paths),
+    FLD(hbm_hproc, "fds_read", F_BOOL, fds_read),
     FLD(hbm_hproc, "visible_devices", F_DUP, visible_devices),
     END,
 };

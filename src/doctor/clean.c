@@ -61,6 +61,12 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
                  unknown ? "whose existence no readable runtime record tells"
                          : "which still exists",
                  pid);
+    } else if (hp && obs->has_host) {
+        char why[200];
+        if (hbm_host_device_file_proof(&obs->host, hp, why, sizeof why) == 0) {
+            s->allowed = false;
+            snprintf(s->why, sizeof s->why, "%s: kept", why);
+        }
     }
 }
 

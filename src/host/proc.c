@@ -286,3 +286,24 @@ int hbm_host_cgroup2_mount(const char *root, char *out, size_t n, hbm_err *err)
         return hbm_err_set(err, "cgroup2 mount point %s%s: longer than %zu bytes", root, mnt, n);
     return 0;
 }
+
+int hbm_host_device_file_proof(const hbm_host *h, const hbm_hproc *hp, char *why, size_t n)
+{
+    if (hp->ndev_paths > 0) {
+        snprintf(why, n, "it holds %s open", hp->dev_paths[0]);
+        return 1;
+    }
+    const hbm_hproc *shown = NULL;
+    for (size_t i = 0; h && i < h->nprocs && !shown; i++)
+        if (h->procs[i].ndev_paths > 0)
+            shown = &h->procs[i];
+    if (!hp->fds_read || !shown) {
+        snprintf(why, n, "%s", !hp->fds_read ? "its open files cannot be read"
+                                             : "no process here shows an accelerator device "
+                                               "file open");
+        return -1;
+    }
+    snprintf(why, n, "pid %d holds no accelerator device file, while pid %d holds %s: the "
+             "driver's pid names another process", hp->pid, shown->pid, shown->dev_paths[0]);
+    return 0;
+}

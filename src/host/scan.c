@@ -169,6 +169,7 @@ static size_t walk_fds(scan_ctx *c, int dirfd, const char *at, int pid, hits *hi
     int ffd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ffd < 0)
         return 0;
+    hit->proc.fds_read = true;
     _Alignas(struct dirent64) char dbuf[8192];
     size_t count = 0;
     ssize_t got;
@@ -256,6 +257,7 @@ static int record(scan_ctx *c, int pidfd, int pid, hits *hit, size_t *cap, hbm_e
     }
     p.dev_paths = hit->proc.dev_paths;
     p.ndev_paths = hit->proc.ndev_paths;
+    p.fds_read = hit->proc.fds_read;
     hbm_grow((void **)&c->h->procs, cap, c->h->nprocs, sizeof *c->h->procs);
     c->h->procs[c->h->nprocs++] = p;
     return 0;

@@ -197,7 +197,8 @@ static int check_once(const hbm_slurm_opts *o, hbm_slurm_result *res, hbm_err *e
 }
 
 /* The job's own processes on its devices (the driver's listing alone proves nothing: the
- * pid must be the job's by cgroup or environment), then every member of the job anywhere. */
+ * pid must be the job's by cgroup or environment, and hold a device file where the host
+ * shows them), then every member of the job anywhere. */
 static void epilog_targets(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_result *res)
 {
     for (size_t i = 0; i < res->ndevs; i++) {
@@ -208,7 +209,8 @@ static void epilog_targets(const hbm_slurm_opts *o, hbm_obs *obs, hbm_slurm_resu
             const char *proof = hp && hp->state != 'Z'
                                     ? slurm_is_member(o->src.root, hp->pid, o->env.job_id)
                                     : NULL;
-            if (!proof)
+            char file[200];
+            if (!proof || hbm_host_device_file_proof(&obs->host, hp, file, sizeof file) == 0)
                 continue;
             char why[80], name[32];
             slurm_dev_name(d, name, sizeof name);

@@ -388,11 +388,6 @@ done:
 
 /* ---- the backend ------------------------------------------------------------------------ */
 
-static int dcmi_available(hbm_err *err)
-{
-    return hbm_dl_probe(DC_LIB_ENV, dc_lib_names, "dcmi_init", err) ? 1 : 0;
-}
-
 static int dcmi_calls(hbm_obs *obs, hbm_err *err)
 {
     dc_api a;
@@ -452,6 +447,5 @@ static int dcmi_observe(hbm_obs *obs, double timeout, hbm_err *err)
 
 const hbm_backend hbm_backend_dcmi = {
     .name = "dcmi",
-    .available = dcmi_available,
     .observe = dcmi_observe,
 };

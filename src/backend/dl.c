@@ -19,10 +19,8 @@ static dl_kept *kept;
 static size_t nkept, capkept;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void *open_one(const char *name, bool keep)
+static void *open_one(const char *name)
 {
-    if (!keep)
-        return dlopen(name, RTLD_NOW | RTLD_LOCAL);
     pthread_mutex_lock(&kept_lock);
     void *h = NULL;
     for (size_t i = 0; i < nkept && !h; i++)
@@ -39,11 +37,11 @@ static void *open_one(const char *name, bool keep)
     return h;
 }
 
-static void *open_lib(const char *env, const char *const *candidates, bool keep, hbm_err *err)
+static void *open_lib(const char *env, const char *const *candidates, hbm_err *err)
 {
     const char *forced = env ? getenv(env) : NULL;
     if (forced && *forced) {
-        void *h = open_one(forced, keep);
+        void *h = open_one(forced);
         if (!h) {
             const char *why = dlerror();
             hbm_err_set(err, "%s=%s: %s", env, forced, why ? why : "cannot load");
@@ -53,7 +51,7 @@ static void *open_lib(const char *env, const char *const *candidates, bool keep,
     char tried[768] = "";
     size_t used = 0;
     for (size_t i = 0; candidates && candidates[i]; i++) {
-        void *h = open_one(candidates[i], keep);
+        void *h = open_one(candidates[i]);
         if (h)
             return h;
         int n = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "",
@@ -70,20 +68,7 @@ static void *open_lib(const char *env, const char *const *candidates, bool keep,
 
 void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err)
 {
-    return open_lib(env, candidates, true, err);
-}
-
-bool hbm_dl_probe(const char *env, const char *const *candidates, const char *symbol,
-                  hbm_err *err)
-{
-    void *h = open_lib(env, candidates, false, err);
-    if (!h)
-        return false;
-    bool ok = dlsym(h, symbol) != NULL;
-    if (!ok)
-        hbm_err_set(err, "the library has no %s", symbol);
-    dlclose(h); /* a reference count: a library kept loaded stays loaded */
-    return ok;
+    return open_lib(env, candidates, err);
 }
 
 hbm_dl_fn hbm_dl_sym(void *h, const char *name)

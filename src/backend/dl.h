@@ -18,11 +18,6 @@
  * survive being unloaded, and a watch loop should not reload them every sample. */
 void *hbm_dl_open(const char *env, const char *const *candidates, hbm_err *err);
 
-/* True when the library loads and exports symbol; leaves nothing loaded that was not
- * before (the cheap probe behind a backend's available()). */
-bool hbm_dl_probe(const char *env, const char *const *candidates, const char *symbol,
-                  hbm_err *err);
-
 /* A symbol of handle h as a generic function pointer; NULL when the library lacks it
  * (an older driver). Callers cast it to the prototype they declared. */
 typedef void (*hbm_dl_fn)(void);

@@ -575,12 +575,6 @@ static void nv_fill_topo(const nv_api *a, hbm_obs *obs, size_t base, const nv_gp
 
 /* ---- the backend ------------------------------------------------------------------------ */
 
-static int nvml_available(hbm_err *err)
-{
-    /* Every NVML since the first exports the unversioned nvmlInit. */
-    return hbm_dl_probe(NV_LIB_ENV, nv_lib_names, "nvmlInit", err) ? 1 : 0;
-}
-
 static int nvml_calls(hbm_obs *obs, hbm_err *err)
 {
     nv_api a;
@@ -629,6 +623,5 @@ static int nvml_observe(hbm_obs *obs, double timeout, hbm_err *err)
 
 const hbm_backend hbm_backend_nvml = {
     .name = "nvml",
-    .available = nvml_available,
     .observe = nvml_observe,
 };

@@ -54,15 +54,17 @@ hbm_dl_fn hbm_vcall_enter(hbm_dl_fn fn)
     return fn;
 }
 
-/* The exported name of a vendor function: dladdr of the very address dlsym gave. */
-static const char *call_name(hbm_dl_fn fn, const char *backend)
+/* What a job waits on: the exported name of the vendor function (dladdr of the very
+ * address dlsym gave), or, before the first call, the loading of the library itself. */
+static const char *call_name(hbm_dl_fn fn, const char *backend, char *buf, size_t n)
 {
     Dl_info info;
     void *p;
     memcpy(&p, &fn, sizeof p);
     if (fn && dladdr(p, &info) && info.dli_sname)
         return info.dli_sname;
-    return backend;
+    snprintf(buf, n, "%s", fn ? backend : "loading the library");
+    return buf;
 }
 
 static void *worker(void *arg)
@@ -107,9 +109,11 @@ static int refuse_if_wedged(const char *backend, hbm_err *err)
         return hbm_err_set(err, "%s: not asked, hbmctl is stopping", backend);
     if (!vc_wedged)
         return 0;
+    char what[64];
     return hbm_err_set(err, "%s has not returned for %.0fs (the driver is wedged; it is not "
                        "asked again until that call returns)",
-                       call_name(vc_wedged->call, backend), hbm_now_mono() - vc_wedged->since);
+                       call_name(vc_wedged->call, backend, what, sizeof what),
+                       hbm_now_mono() - vc_wedged->since);
 }
 
 int hbm_vcall_run(const char *backend, hbm_vcall_body body, hbm_obs *obs, double timeout,
@@ -144,9 +148,11 @@ int hbm_vcall_run(const char *backend, hbm_vcall_body body, hbm_obs *obs, double
         vc_wedged = j;
         if (vc_stopping)
             hbm_err_set(err, "%s: abandoned, hbmctl is stopping", backend);
-        else
+        else {
+            char what[64];
             hbm_err_set(err, "%s did not return within %gs (--vendor-timeout)",
-                        call_name(j->call, backend), timeout);
+                        call_name(j->call, backend, what, sizeof what), timeout);
+        }
         pthread_mutex_unlock(&vc_lock);
         return HBM_ERR_HUNG;
     }
@@ -166,4 +172,13 @@ void hbm_backend_stop(void)
     vc_stopping = true;
     pthread_cond_broadcast(&vc_cond);
     pthread_mutex_unlock(&vc_lock);
+}
+
+bool hbm_backend_wedged(void)
+{
+    pthread_once(&vc_once, vc_init);
+    pthread_mutex_lock(&vc_lock);
+    bool wedged = vc_wedged != NULL;
+    pthread_mutex_unlock(&vc_lock);
+    return wedged;
 }

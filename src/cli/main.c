@@ -3,8 +3,10 @@
  * weak references that stay NULL, and `hbmctl --version` lists what is in. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "hbm/backend.h"
 
 #define CLI_COMMANDS(X)                                                                      \
     X(status, "every device, its processes and a verdict: FREE BUSY UNACCOUNTED ORPHANED UNHEALTHY") \
@@ -126,7 +128,12 @@ int main(int argc, char **argv)
             cli_errorf("'%s' is left out of this build (see hbmctl --version)", name);
             return CLI_EXIT_ERROR;
         }
-        return commands[i].fn(argc - 1, argv + 1);
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        if (hbm_backend_wedged()) { /* see hbm_backend_wedged: exit() would wait for ever */
+            fflush(NULL);
+            _exit(rc);
+        }
+        return rc;
     }
     cli_errorf("'%s' is not a command; see 'hbmctl --help'", name);
     return CLI_EXIT_ERROR;

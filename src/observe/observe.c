@@ -112,6 +112,11 @@ static int observe_with(hbm_obs *obs, const hbm_backend *b, const hbm_source_opt
     return rc == HBM_ERR_HUNG ? HBM_ERR_HUNG : -1;
 }
 
+static bool present(const hbm_backend *b, hbm_err *why)
+{
+    return !b->available || b->available(why) == 1;
+}
+
 int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
 {
     hbm_obs_init(obs);
@@ -138,7 +143,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             if (!live_backends[i])
                 continue;
             hbm_err why = {{0}};
-            int rc = live_backends[i]->available(&why) == 1
+            int rc = present(live_backends[i], &why)
                          ? observe_with(obs, live_backends[i], opts, &why)
                          : -1;
             /* A driver that hangs is the answer: not "absent", and the next source asks
@@ -168,7 +173,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             return hbm_err_set(err, "unknown backend '%s' (auto, dcmi, nvml, npu-smi, snapshot)",
                                want);
         hbm_err why = {{0}};
-        if (chosen->available(&why) != 1)
+        if (!present(chosen, &why))
             return hbm_err_set(err, "backend %s: %s", want, why.msg);
         int rc = observe_with(obs, chosen, opts, err);
         if (rc < 0) {

@@ -72,7 +72,7 @@ check "status still exits 2 without a device source" [ $? -eq 2 ]
 check "and says why" grep -q 'no accelerator backend found' "$tmp/st.err"
 "$HBMCTL" doctor --backend nvml --root "$root" >/dev/null 2>"$tmp/nv.err"
 check "an explicit --backend nvml that is unavailable is still an error (exit 2)" [ $? -eq 2 ]
-check "naming the backend" grep -q 'backend nvml' "$tmp/nv.err"
+check "naming the backend and why" grep -q 'nvml: HBMCTL_NVML_LIB=.*cannot open' "$tmp/nv.err"
 "$HBMCTL" snapshot --backend dcmi --root "$root" >/dev/null 2>&1
 check "an explicit --backend dcmi for snapshot too" [ $? -eq 2 ]
 # Live: a real VLLM::EngineCor-titled process whose parent exited, holding a "device file"

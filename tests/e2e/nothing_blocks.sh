@@ -125,6 +125,17 @@ hbm probe --vendor-timeout 1s --json >"$tmp/p.json"
 check "probe, wedged DCMI: exit 2" test $? -eq 2
 check "probe --json, wedged DCMI: the call in the reason" \
     grep -q "dcmi_get_device_memory_info_v3" <(jq -r .reason "$tmp/p.json")
+wedge load
+for backend in auto dcmi; do
+    t0=$(now)
+    hbm status --backend "$backend" --vendor-timeout 1s >/dev/null 2>"$tmp/err"
+    rc=$?
+    check "status --backend $backend, a library whose loading blocks: exit 2 (got $rc)" test "$rc" -eq 2
+    check "status --backend $backend, a library whose loading blocks: within 1s and a little ($(elapsed_since "$t0")s)" \
+        took "$t0" 5
+    check "status --backend $backend: says the library did not load in time" \
+        grep -q "dcmi: loading the library did not return within 1s" "$tmp/err"
+done
 wedge dcmi_init
 out=$(hbm probe --npd unhealthy --vendor-timeout 1s)
 check "probe --npd, wedged dcmi_init: Unknown (exit $?)" grep -q "^unknown: .*dcmi_init" <<<"$out"
@@ -156,12 +167,28 @@ check "probe --json at its deadline: valid JSON, status unknown" \
     test "$(jq -r .status "$tmp/p.json")" = unknown
 
 # The exporter: hbmctl_up 0, stale 1, /healthz 503, and SIGTERM still stops it at once.
-"$HBMCTL" exporter --listen 127.0.0.1:0 --vendor-timeout 1s --lease-dir "$tmp/leases" \
-    2>"$tmp/exporter.err" &
-exporter=$!
-pids+=("$exporter")
-for _ in $(seq 100); do grep -q "port [0-9]" "$tmp/exporter.err" && break; sleep 0.1; done
-url="http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$tmp/exporter.err")"
+# start_exporter LOG ARGS...: an exporter in the background; sets exporter and url
+start_exporter() {
+    local log=$1
+    shift
+    "$HBMCTL" exporter --listen 127.0.0.1:0 --vendor-timeout 1s --lease-dir "$tmp/leases" \
+        "$@" 2>"$log" &
+    exporter=$!
+    pids+=("$exporter")
+    for _ in $(seq 100); do grep -q "port [0-9]" "$log" && break; sleep 0.1; done
+    url="http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$log")"
+}
+# term_stops WHAT: SIGTERM ends the exporter within 4s, exit 0
+term_stops() {
+    kill -TERM "$exporter"
+    local t0
+    t0=$(now)
+    for _ in $(seq 100); do kill -0 "$exporter" 2>/dev/null || break; sleep 0.05; done
+    check "exporter, $1: SIGTERM stops it within 4s" took "$t0" 4
+    wait "$exporter" 2>/dev/null
+    check "exporter, $1: exit 0 on SIGTERM" test $? -eq 0
+}
+start_exporter "$tmp/exporter.err"
 curl -s -m "$T" "$url/metrics" >"$tmp/m.txt"
 check "exporter, wedged: hbmctl_up 0" grep -q '^hbmctl_up 0$' "$tmp/m.txt"
 check "exporter, wedged: stale 1" grep -q '^hbmctl_exporter_observation_stale 1$' "$tmp/m.txt"
@@ -178,12 +205,18 @@ curl -s -m "$T" "$url/metrics" >"$tmp/m2.txt"
 check "exporter, still wedged: the next scrape does not wait again" took "$t0" 3
 check "exporter, still wedged: says the call has not returned" \
     grep -q 'has not returned for' "$tmp/m2.txt"
-kill -TERM "$exporter"
-t0=$(now)
-for _ in $(seq 100); do kill -0 "$exporter" 2>/dev/null || break; sleep 0.05; done
-check "exporter, wedged: SIGTERM stops it within 4s" took "$t0" 4
-wait "$exporter" 2>/dev/null
-check "exporter, wedged: exit 0 on SIGTERM" test $? -eq 0
+term_stops wedged
+
+# The same with a library whose loading never returns: it holds the loader's lock, which
+# exit's destructors wait for; SIGTERM must still end the exporter.
+wedge load
+start_exporter "$tmp/exporter-load.err" --backend dcmi
+curl -s -m "$T" "$url/metrics" >"$tmp/m-load.txt"
+check "exporter, library loading wedged: hbmctl_up 0" grep -q '^hbmctl_up 0$' "$tmp/m-load.txt"
+check "exporter, library loading wedged: says so" \
+    grep -q 'hbmctl_observe_error{error="dcmi: loading the library' "$tmp/m-load.txt"
+term_stops "library loading wedged"
+wedge dcmi_get_device_memory_info_v3
 
 # The alert on it (deploy/prometheus/alerts.yml) fires on the stale gauge, not before 2m.
 cat >"$tmp/rules_test.yml" <<EOF
@@ -213,12 +246,7 @@ check "promtool test rules: HbmctlDriverNotAnswering fires on a stale exporter o
 
 # A driver call that comes back: the exporter serves fresh values again.
 jq '. + {hang: {dcmi_get_device_memory_info_v3: 1.5}}' "$tmp/ok.json" >"$tmp/scenario.json"
-"$HBMCTL" exporter --listen 127.0.0.1:0 --vendor-timeout 1s --min-interval 100ms \
-    --lease-dir "$tmp/leases" 2>"$tmp/exporter2.err" &
-exporter=$!
-pids+=("$exporter")
-for _ in $(seq 100); do grep -q "port [0-9]" "$tmp/exporter2.err" && break; sleep 0.1; done
-url="http://127.0.0.1:$(sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$tmp/exporter2.err")"
+start_exporter "$tmp/exporter2.err" --min-interval 100ms
 curl -s -m "$T" "$url/metrics" >"$tmp/m.txt"
 check "exporter, slow call: stale while it hangs" \
     grep -q '^hbmctl_exporter_observation_stale 1$' "$tmp/m.txt"

@@ -9,6 +9,7 @@
  *    "errors": {"dcmi_get_x": -8255},     forced return code of a call, every chip
  *    "hang": {"dcmi_get_x": 3600},        that call blocks this many seconds (-1: for
  *                                         ever) before answering: a wedged driver
+ *                                         ("load": loading the library blocks)
  *    "topology": [[0, 3], [3, 0]],        topo code per pair of chips in list order
  *                                         (absent: NOT_SUPPORT, as on 310P)
  *    "cards": [{"card_id": 32768,
@@ -149,6 +150,17 @@ EXPORT int dcmi_init(void)
     json_decref(g_scn);
     g_scn = s;
     return DCMI_OK;
+}
+
+/* "hang": {"load": S}: loading the library blocks, as a vendor library whose constructor
+ * waits on a wedged device does. */
+__attribute__((constructor)) static void fake_load(void)
+{
+    const char *path = getenv("HBM_FAKE_DCMI_SCENARIO");
+    json_t *s = path ? json_load_file(path, 0, NULL) : NULL;
+    if (s)
+        fake_hang(s, "load");
+    json_decref(s);
 }
 
 /* libdcmi has no shutdown call: release the scenario when the library is unloaded. */

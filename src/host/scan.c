@@ -41,7 +41,7 @@ typedef struct scan_ctx {
 /* What one process's fds and maps showed. */
 typedef struct hits {
     hbm_hproc proc; /* dev_paths only, until the process turns out to matter */
-    bool any;
+    bool any;       /* it holds a device file or a listening socket: read it in full */
 } hits;
 
 static int cmp_inode_ix(const void *a, const void *b)
@@ -93,7 +93,6 @@ static long posix_find(const scan_ctx *c, const char *path, size_t len)
 
 struct maps_arg {
     scan_ctx *c;
-    hits *hit;
     int pid;
 };
 
@@ -103,8 +102,7 @@ static void maps_hit(const char *path, size_t plen, uint64_t inode, void *arg)
     long i = posix_find(m->c, path, plen);
     /* Same name and inode: a container's own /dev/shm may hold another file of that name. */
     if (i >= 0 && (m->c->posix_ino[i] == 0 || m->c->posix_ino[i] == inode)) {
-        add_holder(m->c, (size_t)i, m->pid);
-        m->hit->any = true;
+        add_holder(m->c, (size_t)i, m->pid); /* the object's holder list is all a check needs */
     }
 }
 
@@ -139,10 +137,8 @@ static void fd_link(scan_ctx *c, int ffd, const char *name, int pid, hits *hit)
             if (i >= 0 && real && c->posix_ino[i] && fstatat(ffd, name, &st, 0) == 0 &&
                 st.st_ino != c->posix_ino[i])
                 i = -1; /* another mount's file of the same name */
-            if (i >= 0) {
+            if (i >= 0)
                 add_holder(c, (size_t)i, pid);
-                hit->any = true;
-            }
         }
     } else if (c->nlix && buf[0] == 's') {
         hbm_fdlink fl;
@@ -199,7 +195,7 @@ static size_t inspect(scan_ctx *c, int dirfd, const char *at, int pid, hits *hit
         snprintf(name, sizeof name, "%smaps", at);
         char *maps = hbm_hio_slurp(dirfd, name, 1 << 28, &len);
         if (maps) {
-            struct maps_arg ma = {c, hit, pid};
+            struct maps_arg ma = {c, pid};
             hbm_procfs_parse_maps(maps, len, "/dev/shm/", maps_hit, &ma, NULL);
             free(maps);
         }

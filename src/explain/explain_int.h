@@ -15,17 +15,22 @@ typedef struct expl_needle {
     size_t n;
     int32_t next;
     uint32_t target;
+    bool fold; /* ASCII case-insensitive */
 } expl_needle;
 
 typedef struct expl_needles {
     int32_t *head; /* owned: 65536 slots, -1 = none */
+    uint64_t used[1024]; /* a bit per slot with a needle: 8 KiB stay in cache, head does not */
+    uint8_t lower[256];  /* ASCII folding: the index is folded, each needle says how it compares */
     expl_needle *v; /* owned */
     size_t n, cap;
-    bool fold; /* ASCII case-insensitive */
+    bool fold; /* the case-insensitivity of needles added by expl_needles_add */
 } expl_needles;
 
 void expl_needles_init(expl_needles *ns, bool fold);
 void expl_needles_add(expl_needles *ns, const char *s, uint32_t target);
+/* A needle compared as fold says, whatever the set's own default. */
+void expl_needles_add_as(expl_needles *ns, const char *s, uint32_t target, bool fold);
 /* Calls hit(ctx, target) for every needle found in line (a target may repeat). */
 void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
                        void (*hit)(void *ctx, uint32_t target), void *ctx);

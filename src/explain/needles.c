@@ -8,46 +8,57 @@
 #include "explain_int.h"
 #include "hbm/util.h"
 
-/* ASCII folding without a locale call per byte. */
-static unsigned char fold_byte(unsigned char c, bool fold)
-{
-    return fold && c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c;
-}
-
 void expl_needles_init(expl_needles *ns, bool fold)
 {
     memset(ns, 0, sizeof *ns);
     ns->fold = fold;
+    /* by table: no locale call, no branch per byte */
+    for (unsigned c = 0; c < 256; c++)
+        ns->lower[c] = (uint8_t)(c >= 'A' && c <= 'Z' ? c + 32 : c);
     ns->head = hbm_xmalloc(65536 * sizeof *ns->head);
     for (size_t i = 0; i < 65536; i++)
         ns->head[i] = -1;
 }
 
-void expl_needles_add(expl_needles *ns, const char *s, uint32_t target)
+void expl_needles_add_as(expl_needles *ns, const char *s, uint32_t target, bool fold)
 {
     size_t n = strlen(s);
     if (n < 2)
         return;
     hbm_grow((void **)&ns->v, &ns->cap, ns->n, sizeof *ns->v);
-    unsigned h = (unsigned)fold_byte((unsigned char)s[0], ns->fold) << 8 |
-                 fold_byte((unsigned char)s[1], ns->fold);
-    ns->v[ns->n] = (expl_needle){.s = s, .n = n, .next = ns->head[h], .target = target};
+    unsigned h = (unsigned)ns->lower[(unsigned char)s[0]] << 8 | ns->lower[(unsigned char)s[1]];
+    ns->used[h >> 6] |= 1ull << (h & 63);
+    ns->v[ns->n] = (expl_needle){
+        .s = s, .n = n, .next = ns->head[h], .target = target, .fold = fold};
     ns->head[h] = (int32_t)ns->n++;
+}
+
+void expl_needles_add(expl_needles *ns, const char *s, uint32_t target)
+{
+    expl_needles_add_as(ns, s, target, ns->fold);
 }
 
 void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
                        void (*hit)(void *ctx, uint32_t target), void *ctx)
 {
+    if (len < 2)
+        return;
     const unsigned char *s = (const unsigned char *)line;
+    const uint8_t *fold = ns->lower;
+    unsigned h = fold[s[0]];
     for (size_t i = 0; i + 1 < len; i++) {
-        unsigned h = (unsigned)fold_byte(s[i], ns->fold) << 8 | fold_byte(s[i + 1], ns->fold);
+        h = (h << 8 | fold[s[i + 1]]) & 0xffff;
+        if (!(ns->used[h >> 6] & (1ull << (h & 63))))
+            continue;
         for (int32_t k = ns->head[h]; k >= 0; k = ns->v[k].next) {
             const expl_needle *nd = &ns->v[k];
-            /* Needles sharing their first two bytes are told apart by their last first. */
-            if (nd->n > len - i ||
-                fold_byte(s[i + nd->n - 1], ns->fold) != fold_byte((unsigned char)nd->s[nd->n - 1], ns->fold))
+            if (nd->n > len - i)
                 continue;
-            if (ns->fold ? strncasecmp(line + i, nd->s, nd->n) == 0
+            /* Needles sharing their first two bytes are told apart by their last first. */
+            unsigned char a = s[i + nd->n - 1], b = (unsigned char)nd->s[nd->n - 1];
+            if (nd->fold ? fold[a] != fold[b] : a != b)
+                continue;
+            if (nd->fold ? strncasecmp(line + i, nd->s, nd->n) == 0
                          : memcmp(line + i, nd->s, nd->n) == 0)
                 hit(ctx, nd->target);
         }

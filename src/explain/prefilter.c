@@ -8,13 +8,13 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "explain_int.h"
 #include "hbm/util.h"
 
 #define HASH_BITS 18
 #define HEAD_MASK (EXPL_PREFILTER_HEADS - 1)
-#define RING 256 /* cleaned bytes kept for checking a needle, a power of two */
 
 static unsigned hash4(uint32_t w)
 {
@@ -56,24 +56,22 @@ void expl_prefilter_free(expl_prefilter *pf)
     memset(pf, 0, sizeof *pf);
 }
 
-/* Whether a needle hashed to h ends at the k-th cleaned byte (ring holds the last ones). */
-static bool ends_here(const expl_prefilter *pf, unsigned h, const unsigned char *ring, size_t k)
+/* Whether a needle hashed to h ends at p[i]. The text is as the cleaner leaves it from
+ * p[clean_from] on; a needle reaching before that (over an escape sequence, a CR or a NUL,
+ * which the cleaner changes) is a candidate unread: those lines are rare. */
+static bool ends_here(const expl_prefilter *pf, unsigned h, const unsigned char *p, size_t i,
+                      size_t clean_from)
 {
     for (int32_t a = pf->head[h & HEAD_MASK]; a >= 0; a = pf->v[a].next) {
         const expl_anchor *an = &pf->v[a];
-        if (an->hash != h)
+        if (an->hash != h || an->n > i + 1)
             continue;
-        if (an->n > RING)
-            return true; /* longer than what is kept: a candidate */
-        if (an->n > k)
-            continue;
-        size_t at = k - an->n, j = 0;
-        for (; j < an->n; j++) {
-            unsigned char c = ring[(at + j) & (RING - 1)], d = (unsigned char)an->s[j];
-            if (an->fold ? pf->fold[c] != pf->fold[d] : c != d)
-                break;
-        }
-        if (j == an->n)
+        size_t at = i + 1 - an->n;
+        if (at < clean_from)
+            return true;
+        const unsigned char *t = p + at, *d = (const unsigned char *)an->s;
+        if (an->fold ? strncasecmp((const char *)t, (const char *)d, an->n) == 0
+                     : memcmp(t, d, an->n) == 0)
             return true;
     }
     return false;
@@ -101,26 +99,33 @@ static size_t escape_end(const unsigned char *p, size_t n, size_t i)
     return r < n && p[r] != '\n' ? r : r - 1;
 }
 
+/* ESC, CR and NUL: the bytes the cleaner changes */
+static bool cleaned_away(unsigned char c)
+{
+    return c <= 0x1b && ((1u << c) & (1u << 0x1b | 1u << '\r' | 1u));
+}
+
 size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n)
 {
     if (pf->all)
         return 0;
     const unsigned char *p = (const unsigned char *)buf;
-    unsigned char ring[RING];
     uint32_t w = 0;
-    size_t k = 0; /* cleaned bytes read */
+    size_t clean_from = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = p[i];
-        if (c == 0x1b) {
-            i = escape_end(p, n, i);
-            continue;
-        }
-        if (c == '\r' || c == '\0')
+        if (cleaned_away(c)) {
+            if (c == 0x1b) {
+                i = escape_end(p, n, i);
+                clean_from = i + 1;
+                continue;
+            }
             c = ' ';
-        ring[k++ & (RING - 1)] = c;
+            clean_from = i + 1;
+        }
         w = w << 8 | pf->fold[c];
         unsigned h = hash4(w);
-        if ((pf->bits[h >> 3] & (1u << (h & 7))) && k >= 4 && ends_here(pf, h, ring, k))
+        if ((pf->bits[h >> 3] & (1u << (h & 7))) && ends_here(pf, h, p, i, clean_from))
             return i;
     }
     return n;

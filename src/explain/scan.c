@@ -20,6 +20,7 @@
 #define NO_FINDING ((size_t)-1)
 #define XKIND_SHIFT 29 /* extra literals' targets: kind in the top bits */
 #define XKIND_KEYWORD 3 /* a catalogue keyword; 0-2 index xhits */
+#define XKIND_ERROR_WORD 4 /* one of error_words */
 #define JOIN_MIN 40    /* a line shorter than this was not wrapped by a terminal or a page */
 
 /* Words that make an unknown line look like an error (case-insensitive). */
@@ -43,10 +44,11 @@ struct hbm_explain_scanner {
     uint32_t *hits; /* entries seen in this line */
     size_t nhits;
     size_t *finding_of; /* per entry: index into rep.findings */
-    expl_needles errwords;
     expl_prefilter pf; /* the keywords' and error words' anchors */
     expl_structure st;
-    expl_needles extra; /* code literals, code-table keywords, the structure's literals */
+    expl_needles extra; /* keywords, code literals, code-table keywords, the structure's
+                           literals, error words: one pass over a line finds them all */
+    bool error_word;    /* the line holds one of error_words */
     uint32_t xhits[3][64]; /* per line, by kind: code literal, table, structure literal */
     size_t nx[3];
     bool no_captures; /* the match being recorded came from a literal, md holds none */
@@ -425,11 +427,6 @@ static void on_keyword(void *ctx, uint32_t e)
     s->hits[i] = e;
 }
 
-static void on_error_word(void *ctx, uint32_t target)
-{
-    (void)target;
-    *(bool *)ctx = true;
-}
 
 /* Matches the catalogue on one line of text: benign entries, then failures, then (on a
  * real line) the vendors' code tables and the facts. Returns what the line is. */
@@ -439,6 +436,8 @@ static void on_extra(void *ctx, uint32_t t)
     size_t kind = t >> XKIND_SHIFT;
     if (kind == XKIND_KEYWORD)
         on_keyword(s, t & ((1u << XKIND_SHIFT) - 1));
+    else if (kind == XKIND_ERROR_WORD)
+        s->error_word = true;
     else if (s->nx[kind] < 64)
         s->xhits[kind][s->nx[kind]++] = t & ((1u << XKIND_SHIFT) - 1);
 }
@@ -557,6 +556,7 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     size_t before = s->rep.nfindings;
     s->nx[0] = s->nx[1] = s->nx[2] = 0;
     s->nhits = 0;
+    s->error_word = false;
     expl_needles_scan(&s->extra, line, len, on_extra, s);
     int verdict = match_line(s, line, len, lineno, false);
     bool candidates = s->nhits > 0;
@@ -567,12 +567,8 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
         verdict = join_previous(s, line, len);
     else if (verdict == EXPL_LINE_NONE && adjacent)
         upgrade_previous(s, line, len);
-    if (verdict == EXPL_LINE_NONE) {
-        bool looks = false;
-        expl_needles_scan(&s->errwords, line, len, on_error_word, &looks);
-        if (looks)
-            push_tail(&s->rep, line, len, lineno);
-    }
+    if (verdict == EXPL_LINE_NONE && s->error_word)
+        push_tail(&s->rep, line, len, lineno);
     expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
                         s->nx[2]);
     /* Kept for the next line, which may continue it; a line with a keyword may be the
@@ -636,24 +632,24 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     s->finding_of = hbm_xmalloc((cat->n + cat->ncodes + 1) * sizeof *s->finding_of);
     for (size_t i = 0; i <= cat->n + cat->ncodes; i++)
         s->finding_of[i] = NO_FINDING;
-    expl_needles_init(&s->errwords, true);
-    for (size_t i = 0; error_words[i]; i++)
-        expl_needles_add(&s->errwords, error_words[i], 0);
     expl_prefilter_init(&s->pf);
     const expl_needles *sets[] = {&cat->kw, &cat->code_lit, &cat->code_kw};
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
             expl_prefilter_add(&s->pf, sets[k]->v[i].s, sets[k]->v[i].n, sets[k]->fold);
-    /* One pass per line finds the catalogue's keywords, the code tables' literals and the
-     * structure reader's. */
+    /* One pass per line finds the catalogue's keywords, the code tables' literals, the
+     * structure reader's and the error words. */
     expl_needles_init(&s->extra, false);
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < sets[k]->n; i++)
             expl_needles_add(&s->extra, sets[k]->v[i].s,
                              (uint32_t)(k ? k - 1 : XKIND_KEYWORD) << XKIND_SHIFT |
                                  sets[k]->v[i].target);
-    for (size_t i = 0; error_words[i]; i++)
+    for (size_t i = 0; error_words[i]; i++) {
         expl_prefilter_add(&s->pf, error_words[i], strlen(error_words[i]), true);
+        expl_needles_add_as(&s->extra, error_words[i], (uint32_t)XKIND_ERROR_WORD << XKIND_SHIFT,
+                            true);
+    }
     expl_structure_init(&s->st, &s->pf, &s->extra, 2u << XKIND_SHIFT);
     return s;
 }
@@ -754,7 +750,6 @@ void hbm_explain_scanner_free(hbm_explain_scanner *s)
     free(s->cand);
     free(s->hits);
     free(s->finding_of);
-    expl_needles_free(&s->errwords);
     expl_prefilter_free(&s->pf);
     expl_structure_free(&s->st);
     expl_needles_free(&s->extra);

@@ -25,7 +25,7 @@ static double now_ms(void)
 static void read_maps(const char *pid)
 {
     static char buf[1 << 16];
-    char path[64];
+    char path[sizeof "/proc//maps" + NAME_MAX];
     snprintf(path, sizeof path, "/proc/%s/maps", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

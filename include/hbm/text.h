@@ -5,6 +5,7 @@
 #ifndef HBM_TEXT_H
 #define HBM_TEXT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -23,5 +24,12 @@ bool hbm_text_unsafe(long cp);
  * "\x1b" for a control below U+0080 and for a stray byte (its value in byte), "\u009b" for
  * a code point above. Returns its length. */
 size_t hbm_text_escape(char *out, long cp, unsigned char byte);
+
+/* Formats into a fixed buffer of n > 4 bytes; text that does not fit is cut at a character
+ * boundary and ends with "...", so a reader sees that something is missing (a plain
+ * snprintf would cut silently, mid-character). Returns true when it cut. */
+bool hbm_text_fitf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool hbm_text_vfitf(char *dst, size_t n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 #endif

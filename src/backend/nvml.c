@@ -10,6 +10,7 @@
 #include "backend/dl.h"
 #include "hbm/backend.h"
 #include "hbm/util.h"
+#include "hbm/text.h"
 
 /* ---- NVML ABI, as the library exports it -------------------------------------------- */
 
@@ -377,7 +378,7 @@ static void nv_fill_health(const nv_api *a, nv_dev dev, hbm_device *d)
         HBM_VCALL(a->ecc_total)(dev, NV_MEMORY_ERROR_UNCORRECTED, NV_VOLATILE_ECC, &ecc) == NV_OK) {
         checked = true;
         if (ecc > 0) {
-            snprintf(d->health, sizeof d->health, "ECC: %llu uncorrected", ecc);
+            hbm_text_fitf(d->health, sizeof d->health, "ECC: %llu uncorrected", ecc);
             d->healthy = false;
             return;
         }

@@ -1,5 +1,6 @@
 /* Terminal-safe text (include/hbm/text.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "hbm/text.h"
 
@@ -47,4 +48,26 @@ size_t hbm_text_escape(char *out, long cp, unsigned char byte)
     if (cp < 0x80)
         return (size_t)snprintf(out, 9, "\\x%02lx", cp);
     return (size_t)snprintf(out, 9, "\\u%04lx", cp);
+}
+
+bool hbm_text_vfitf(char *dst, size_t n, const char *fmt, va_list ap)
+{
+    int len = vsnprintf(dst, n, fmt, ap);
+    if (len < 0 || (size_t)len < n)
+        return false;
+    /* back to the start of a character, leaving room for the marker */
+    size_t end = n - 4;
+    while (end > 0 && ((unsigned char)dst[end] & 0xc0) == 0x80)
+        end--;
+    memcpy(dst + end, "...", 4);
+    return true;
+}
+
+bool hbm_text_fitf(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool cut = hbm_text_vfitf(dst, n, fmt, ap);
+    va_end(ap);
+    return cut;
 }

@@ -114,7 +114,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     if (f->nremedies) {
         printf("    remedies, in order:\n");
         for (size_t k = 0; k < f->nremedies; k++) {
-            char lead[16];
+            char lead[24];
             snprintf(lead, sizeof lead, "%zu. ", k + 1);
             wrap(lead, 6, f->remedies[k]);
         }
@@ -174,7 +174,7 @@ static void print_structure(const hbm_explain_report *rep)
     size_t ns = hbm_explain_phase_steps(st->phase, &steps);
     printf("next steps for a failure in this phase:\n");
     for (size_t k = 0; k < ns; k++) {
-        char num[16];
+        char num[24];
         snprintf(num, sizeof num, "%zu. ", k + 1);
         wrap(num, 2, steps[k]);
     }

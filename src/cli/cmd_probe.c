@@ -13,6 +13,7 @@
 #include "hbm/http.h"
 #include "hbm/progress.h"
 #include "hbm/watch.h"
+#include "hbm/text.h"
 
 static const char about[] =
     "Checks device health, device memory against a limit and, optionally, that an\n"
@@ -341,7 +342,7 @@ static int npd_run(cli_common *common, npd_check c, const char *history)
     if (hbm_observe(&obs, &common->src, &err) < 0 || obs.ndevs == 0 ||
         (c == NPD_LEAK && npd_history(history, &obs, &leaks, &err) < 0)) {
         hbm_history_free(&leaks.hist);
-        snprintf(line, sizeof line, "unknown: %s", obs.ndevs || err.msg[0] ? err.msg
+        hbm_text_fitf(line, sizeof line, "unknown: %s", obs.ndevs || err.msg[0] ? err.msg
                                                                              : "no device found");
         hbm_obs_free(&obs);
         npd_print(line);

@@ -115,7 +115,7 @@ static void render(const hbm_obs *obs)
             const hbm_device *d = &obs->devs[i];
             for (size_t j = 0; j < d->nprocs; j++) {
                 const hbm_dproc *p = &d->procs[j];
-                char chip[16] = "", where[320];
+                char chip[40] = "", where[320];
                 if (ascend)
                     snprintf(chip, sizeof chip, "%-4s ", fmt_id(b, sizeof b, d->chip));
                 printf("%-5s %s%-9lld %-16.16s %12s %-28.28s %s\n",
@@ -130,7 +130,7 @@ static void render(const hbm_obs *obs)
     printf("\n");
     for (size_t i = 0; i < obs->ndevs; i++) {
         const hbm_device *d = &obs->devs[i];
-        char prefix[64];
+        char prefix[128];
         snprintf(prefix, sizeof prefix, "%s %s%s%s %s: ", ascend ? "NPU" : "GPU",
                  fmt_id(a, sizeof a, d->index), ascend ? " chip " : "",
                  ascend ? fmt_id(b, sizeof b, d->chip) : "", hbm_verdict_name(d->verdict));

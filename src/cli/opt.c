@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "opt.h"
+#include "hbm/text.h"
 
 bool cli_opt_listing;
 
@@ -197,7 +198,7 @@ static int apply(const cli_opt *o, const char *v, char *why, size_t n)
     default: return 0;
     }
     if (rc < 0)
-        snprintf(why, n, "%s", err.msg);
+        hbm_text_fitf(why, n, "%s", err.msg);
     return rc;
 }
 

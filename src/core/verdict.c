@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "hbm/verdict.h"
+#include "hbm/text.h"
 
 /* Documented idle use per chip family (research: ascend-ops.md section 6, DCMI docs: "the
  * system occupies 3 GB [32 GB parts] / 4 GB [64 GB parts] when no service is running"). */
@@ -69,8 +70,8 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
                      "pid %lld is listed by the driver but no longer exists", (long long)p->pid);
         } else {
             p->state = HBM_PID_UNSEEN;
-            snprintf(p->state_why, sizeof p->state_why,
-                     "pid %lld is not in this PID namespace (%s)", (long long)p->pid,
+            hbm_text_fitf(p->state_why, sizeof p->state_why,
+                          "pid %lld is not in this PID namespace (%s)", (long long)p->pid,
                      h->sees_host_pids_why[0] ? h->sees_host_pids_why
                                               : "hbmctl does not see the host's pids");
         }

@@ -9,6 +9,7 @@
 #include "hbm/doctor.h"
 #include "hbm/util.h"
 #include "hbm/verdict.h"
+#include "hbm/text.h"
 
 #define CANN_SLOGD_KEY 0x474f4c46LL
 
@@ -78,8 +79,8 @@ static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_h
 static void zombie_remedy(hbm_finding *x, const hbm_obs *obs, const hbm_dproc *p,
                           const hbm_hproc *hp, const char *reset)
 {
-    char after[240];
-    snprintf(after, sizeof after,
+    char after[400];
+    hbm_text_fitf(after, sizeof after,
              "If the memory stays after the zombie is gone, threads may still be in the "
              "driver (see /proc/%lld/task/*/stat); then reset the device: %s (hbmctl never "
              "runs it).", (long long)p->pid, reset);

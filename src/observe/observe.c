@@ -10,6 +10,7 @@
 #include "hbm/snapshot.h"
 #include "hbm/util.h"
 #include "hbm/verdict.h"
+#include "hbm/text.h"
 
 /* Live sources in the order auto tries them: the driver libraries first (exact, cheap),
  * then the npu-smi tool (text, slower, at most 8 processes per chip). */
@@ -155,7 +156,7 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             if (rc == 0)
                 chosen = live_backends[i];
             else
-                snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
+                hbm_text_fitf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s: %s",
                          tried[0] ? "; " : "", live_backends[i]->name, why.msg);
         }
         if (!chosen && !opts->host_only_ok)

@@ -103,7 +103,7 @@ static bool settle_mml(const plan_ctx *c, plan_flags *g, plan_outcome *o)
 
 static char *tp_flags(const plan_flags *g, const plan_flags *f)
 {
-    char us[32] = "", ml[48] = "";
+    char us[48] = "", ml[48] = "";
     if (g->util != f->util)
         snprintf(us, sizeof us, " --gpu-memory-utilization %g", g->util);
     if (g->mml != f->mml)

@@ -5,6 +5,7 @@
 
 #include "hbm/progress.h"
 #include "hbm/util.h"
+#include "hbm/text.h"
 
 void hbm_progress_servers_init(hbm_progress_servers *set, double stall_s, double timeout_s)
 {
@@ -33,7 +34,7 @@ void hbm_progress_servers_sample(hbm_progress_servers *set)
         v->sampled = true;
         v->up = hbm_progress_fetch(v->url, set->timeout_s, &sample, &res, &err) == 0;
         if (!v->up) {
-            snprintf(v->error, sizeof v->error, "%s", err.msg);
+            hbm_text_fitf(v->error, sizeof v->error, "%s", err.msg);
             continue;
         }
         v->error[0] = '\0';

@@ -14,6 +14,7 @@
  * it from outside the tree with setpgid, and only the full scan, used without a leaf, looks
  * for that. */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -159,7 +160,7 @@ static void push_pid(int **v, size_t *n, size_t *cap, int pid)
 /* Appends the children of every thread of pid (a process that vanished has none). */
 static void add_children(int pid, int **v, size_t *n, size_t *cap)
 {
-    char path[96];
+    char path[sizeof "/proc//task//children" + 12 + NAME_MAX]; /* a pid, a directory entry */
     snprintf(path, sizeof path, "/proc/%d/task", pid);
     DIR *d = opendir(path);
     if (!d)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "slurm_int.h"
+#include "hbm/text.h"
 
 static const char *prog(const hbm_slurm_opts *o)
 {
@@ -46,7 +47,7 @@ static bool kept(const hbm_slurm_node *node, hbm_slurm_result *res)
     if (hbm_slurm_node_changeable(node, res->kept_why, sizeof res->kept_why))
         return false;
     snprintf(res->kept_state, sizeof res->kept_state, "%s", node->state);
-    snprintf(res->kept_reason, sizeof res->kept_reason, "%s", node->reason);
+    hbm_text_fitf(res->kept_reason, sizeof res->kept_reason, "%s", node->reason);
     return true;
 }
 

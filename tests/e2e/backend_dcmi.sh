@@ -8,16 +8,16 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
 fake_dcmi
-mkdir -p "$tmp/dev"
-: >"$tmp/dev/davinci_manager"
-: >"$tmp/dev/davinci4"
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
+mkdir -p "$tmp/accel"
+: >"$tmp/accel/davinci_manager"
+: >"$tmp/accel/davinci4"
+export HBMCTL_DEVICE_PATTERNS="$tmp/accel/davinci*"
 GIB=1073741824
 MIB=1048576
 
 # A process that uses "some NPU": it holds the manager device open, as CANN programs do.
 holder() {
-    sleep 600 3<"$tmp/dev/davinci_manager" &
+    sleep 600 3<"$tmp/accel/davinci_manager" &
     pids+=($!)
     last=$!
 }

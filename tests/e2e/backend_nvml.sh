@@ -8,15 +8,15 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
 fake_nvml
-mkdir -p "$tmp/dev"
-: >"$tmp/dev/nvidiactl"
-: >"$tmp/dev/nvidia3"
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/nvidia*"
+mkdir -p "$tmp/accel"
+: >"$tmp/accel/nvidiactl"
+: >"$tmp/accel/nvidia3"
+export HBMCTL_DEVICE_PATTERNS="$tmp/accel/nvidia*"
 GIB=1073741824
 MIB=1048576
 
 holder() { # a CUDA program keeps the control device open
-    sleep 600 3<"$tmp/dev/nvidiactl" &
+    sleep 600 3<"$tmp/accel/nvidiactl" &
     pids+=($!)
     last=$!
 }
@@ -24,7 +24,7 @@ hbm() { "$HBMCTL" "$@"; }
 
 holder; trainer=$last
 holder; migjob=$last
-sleep 600 3<"$tmp/dev/nvidia3" &
+sleep 600 3<"$tmp/accel/nvidia3" &
 pids+=($!)
 unlisted=$!
 sleep 0 &

@@ -5,17 +5,20 @@
 # --pid or not. Where no process on the host shows a device file, the other proofs decide.
 # Two real orphans; the "device files" are files under $tmp matched by
 # HBMCTL_DEVICE_PATTERNS, which the holder keeps open as a real one keeps /dev/davinciN.
+# They are not under a directory named dev: the default patterns find davinci* below any
+# .../dev/ (a driver container's nodes), so every test running beside this one would see
+# them, and its own holders, which hold no device file, would be refused.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch KILL
 fake_dcmi
 export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
-mkdir "$tmp/dev"
-: >"$tmp/dev/davinci0"
-: >"$tmp/dev/davinci1"
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
+mkdir "$tmp/accel"
+: >"$tmp/accel/davinci0"
+: >"$tmp/accel/davinci1"
+export HBMCTL_DEVICE_PATTERNS="$tmp/accel/davinci*"
 
-holder=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci0")
+holder=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/accel/davinci0")
 pids+=("$holder")
 stranger=$("$HBM_BUILD/doc_proc" orphan)
 pids+=("$stranger")
@@ -39,7 +42,7 @@ check "the orphan holding its device file is planned" [ "$(step "$tmp/dry.json" 
 check "the listed pid holding no device file is kept" [ "$(step "$tmp/dry.json" "$stranger" .allowed)" = false ]
 why=$(step "$tmp/dry.json" "$stranger" .why)
 check "the reason names both pids and the file the holder has open: $why" \
-    grep -q "pid $stranger holds no accelerator device file, while pid $holder holds $tmp/dev/davinci0" <<<"$why"
+    grep -q "pid $stranger holds no accelerator device file, while pid $holder holds $tmp/accel/davinci0" <<<"$why"
 
 "$HBMCTL" clean --backend dcmi --pid "$stranger" --json >"$tmp/named.json"
 check "naming it with --pid does not lift the refusal" \

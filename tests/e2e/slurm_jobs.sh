@@ -31,13 +31,13 @@ skip() {
 for t in munged slurmctld slurmd scontrol sbatch sinfo squeue; do
     command -v "$t" >/dev/null || skip "$t is not installed (scripts/install-deps)"
 done
-mkdir -p "$tmp/dev" "$tmp/munge" "$tmp/state" "$tmp/spool" "$tmp/log"
+mkdir -p "$tmp/accel" "$tmp/munge" "$tmp/state" "$tmp/spool" "$tmp/log"
 chmod 700 "$tmp/munge"
 # gres/gpu wants character devices: /dev/null's numbers, so nothing real is reachable.
 for i in 0 1; do
-    mknod "$tmp/dev/nvidia$i" c 1 3 2>/dev/null || skip "mknod is not permitted here"
+    mknod "$tmp/accel/nvidia$i" c 1 3 2>/dev/null || skip "mknod is not permitted here"
 done
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/nvidia*"
+export HBMCTL_DEVICE_PATTERNS="$tmp/accel/nvidia*"
 
 ports=$(python3 -c 'import socket
 s = [socket.socket() for _ in range(2)]
@@ -92,7 +92,7 @@ Epilog=$tmp/epilog
 NodeName=$NODE NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=2 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
-echo "NodeName=$NODE Name=gpu File=$tmp/dev/nvidia[0-1]" >"$tmp/gres.conf"
+echo "NodeName=$NODE Name=gpu File=$tmp/accel/nvidia[0-1]" >"$tmp/gres.conf"
 export SLURM_CONF="$tmp/slurm.conf"
 
 # The devices: GPU N lists the pids of the Nth argument (a space-separated list; none, or
@@ -156,7 +156,7 @@ wait_for 30 is_idle ||
 cat >"$tmp/job1.sh" <<EOF
 #!/bin/sh
 ( setsid "$HBM_BUILD/doc_shm" sysv-detached 65536 >"$tmp/shm.out.new" & )
-( trap '' TERM; setsid sleep 300 3<"$tmp/dev/nvidia0" & echo \$! >"$tmp/escaped.pid.new" )
+( trap '' TERM; setsid sleep 300 3<"$tmp/accel/nvidia0" & echo \$! >"$tmp/escaped.pid.new" )
 while [ ! -s "$tmp/shm.out.new" ]; do sleep 0.05; done
 mv "$tmp/shm.out.new" "$tmp/shm.out"
 mv "$tmp/escaped.pid.new" "$tmp/escaped.pid"
@@ -258,7 +258,7 @@ wait_for 10 is_idle
 # on both GPUs, and a process of no job on A's GPU. A's epilog runs with no device variable.
 cat >"$tmp/jobab.sh" <<EOF
 #!/bin/sh
-( trap '' TERM; setsid sleep 300 3<"$tmp/dev/nvidia\$SLURM_JOB_GPUS" &
+( trap '' TERM; setsid sleep 300 3<"$tmp/accel/nvidia\$SLURM_JOB_GPUS" &
   echo \$! >"$tmp/worker.\$SLURM_JOB_ID.new" )
 mv "$tmp/worker.\$SLURM_JOB_ID.new" "$tmp/worker.\$SLURM_JOB_ID"
 echo "\$SLURM_JOB_GPUS" >"$tmp/gpu.\$SLURM_JOB_ID"

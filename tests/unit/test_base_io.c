@@ -50,7 +50,7 @@ static void test_not_regular_files(void **state)
     th_path(p, sizeof p, dir, "sock");
     int s = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", p);
+    assert_true(snprintf(a.sun_path, sizeof a.sun_path, "%s", p) < (int)sizeof a.sun_path);
     assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
     char *buf;
     hbm_err err = {{0}};

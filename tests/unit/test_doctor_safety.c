@@ -155,7 +155,7 @@ static void test_apply_recycled(void **state)
     char d[PATH_MAX];
     assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char audit[400];
-    snprintf(audit, sizeof audit, "%s/sub/audit.jsonl", d);
+    th_path(audit, sizeof audit, d, "sub/audit.jsonl");
     pid_t c = sleeper();
     uint64_t start;
     assert_int_equal(hbm_host_starttime(NULL, c, &start, NULL), 0);
@@ -278,7 +278,7 @@ static void test_shm_recheck(void **state)
     char d[PATH_MAX];
     assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char path[400], why[400];
-    snprintf(path, sizeof path, "%s/obj", d);
+    th_path(path, sizeof path, d, "obj");
     int fd = open(path, O_RDWR | O_CREAT, 0600);
     assert_true(fd >= 0);
     assert_int_equal(ftruncate(fd, 4096), 0);
@@ -320,9 +320,9 @@ static void test_apply_shared_memory(void **state)
     char d[PATH_MAX];
     assert_int_equal(th_mkdtemp(d, sizeof d, "doc-test"), 0);
     char audit[400], held[400], loose[400];
-    snprintf(audit, sizeof audit, "%s/audit.jsonl", d);
-    snprintf(held, sizeof held, "%s/held", d);
-    snprintf(loose, sizeof loose, "%s/loose", d);
+    th_path(audit, sizeof audit, d, "audit.jsonl");
+    th_path(held, sizeof held, d, "held");
+    th_path(loose, sizeof loose, d, "loose");
     int64_t k1, k2;
     int stale = dead_segment(&k1), busy = dead_segment(&k2);
     void *a = shmat(busy, NULL, 0);
@@ -338,8 +338,8 @@ static void test_apply_shared_memory(void **state)
     s = step(&plan, HBM_ACT_SYSV_RMID);
     s->action.shmid = busy;
     s->action.key = k2;
-    snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", held);
-    snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", loose);
+    assert_true(snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", held) < 256);
+    assert_true(snprintf(step(&plan, HBM_ACT_SHM_UNLINK)->action.path, 256, "%s", loose) < 256);
     hbm_clean_opts o = {.audit_path = audit};
     hbm_err err = {{0}};
     int kept = hbm_clean_apply(&plan, &o, &err);

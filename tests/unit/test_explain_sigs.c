@@ -4,6 +4,7 @@
  * right line, with the right captures. expect.tsv lists what each file must give; an entry
  * without both files fails the coverage test, so a new signature cannot ship untested. */
 #include <math.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,8 +91,8 @@ static void test_every_fixture(void **state)
     assert_true(n > 0);
     int failures = 0;
     for (size_t i = 0; i < n; i++) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/%s", SIGDIR, rows[i].file);
+        char path[PATH_MAX];
+        assert_true(snprintf(path, sizeof path, "%s/%s", SIGDIR, rows[i].file) < PATH_MAX);
         hbm_explain_report rep;
         hbm_err err = {{0}};
         assert_int_equal(hbm_explain_scan_path(cat, path, &rep, &err), 0);
@@ -175,9 +176,9 @@ static void test_variants_differ(void **state)
     for (size_t i = 0; i < n; i++) {
         if (!strstr(rows[i].file, ".variant.log"))
             continue;
-        char real[300], var[300];
-        snprintf(real, sizeof real, "%s/%s.log", SIGDIR, rows[i].id);
-        snprintf(var, sizeof var, "%s/%s", SIGDIR, rows[i].file);
+        char real[PATH_MAX], var[PATH_MAX];
+        assert_true(snprintf(real, sizeof real, "%s/%s.log", SIGDIR, rows[i].id) < PATH_MAX);
+        assert_true(snprintf(var, sizeof var, "%s/%s", SIGDIR, rows[i].file) < PATH_MAX);
         char *a = NULL, *b = NULL;
         assert_int_equal(hbm_read_file(real, 1 << 20, &a, NULL, NULL), 0);
         assert_int_equal(hbm_read_file(var, 1 << 20, &b, NULL, NULL), 0);

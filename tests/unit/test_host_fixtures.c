@@ -312,9 +312,9 @@ static void test_symlinks_and_nesting(void **state)
     char dir[512], link[512];
     snprintf(dir, sizeof dir, "%s/proc/300/fd", tmp);
     mkdir(dir, 0755);
-    snprintf(link, sizeof link, "%s/3", dir);
+    th_path(link, sizeof link, dir, "3");
     assert_int_equal(symlink("/dev/davinci5", link), 0); /* real links, as on a live host */
-    snprintf(link, sizeof link, "%s/4", dir);
+    th_path(link, sizeof link, dir, "4");
     assert_int_equal(symlink("/dev/tty", link), 0);
 
     hbm_host h;

@@ -236,7 +236,7 @@ static void test_pick_domains(void **state)
     assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
     assert_int_equal(r.nrefused, 8);
     for (size_t i = 0; i < r.nrefused; i++) {
-        char head[32];
+        char head[48];
         snprintf(head, sizeof head, "npu %zu chip 0: ", i);
         assert_int_equal(r.refused[i].device, HBM_UNKNOWN);
         assert_memory_equal(r.refused[i].why, head, strlen(head));

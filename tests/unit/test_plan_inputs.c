@@ -214,17 +214,17 @@ static void test_served_model(void **state)
     "\"max_position_embeddings\": 40960%s}\n"
     char p[512], text[1024], want[512];
     /* a model directory's config.json: the directory */
-    snprintf(p, sizeof p, "%s/model", dir);
+    th_path(p, sizeof p, dir, "model");
     assert_int_equal(mkdir(p, 0755), 0);
-    snprintf(p, sizeof p, "%s/model/config.json", dir);
+    th_path(p, sizeof p, dir, "model/config.json");
     snprintf(text, sizeof text, CFG, ", \"_name_or_path\": \"Qwen/Qwen3-14B\"");
     th_write_text(dir, "model/config.json", text);
-    snprintf(want, sizeof want, "%s/model", dir);
+    th_path(want, sizeof want, dir, "model");
     check_served(p, want, NULL);
     check_served(want, want, NULL);
     /* a config under another name, outside any model directory: its _name_or_path, noted;
      * the safetensors file next to it is not its weights */
-    snprintf(p, sizeof p, "%s/Qwen__Qwen3-14B.json", dir);
+    th_path(p, sizeof p, dir, "Qwen__Qwen3-14B.json");
     th_write_text(dir, "Qwen__Qwen3-14B.json", text);
     th_write_text(dir, "stray.safetensors", "not a safetensors file");
     check_served(p, "Qwen/Qwen3-14B", "serve its _name_or_path, Qwen/Qwen3-14B");
@@ -236,7 +236,7 @@ static void test_served_model(void **state)
     assert_false(m.model_dir);
     hbm_plan_model_free(&m);
     /* and without one: a MODEL to fill in, said so */
-    snprintf(p, sizeof p, "%s/bare.json", dir);
+    th_path(p, sizeof p, dir, "bare.json");
     snprintf(text, sizeof text, CFG, "");
     th_write_text(dir, "bare.json", text);
     check_served(p, "MODEL", "in place of MODEL");

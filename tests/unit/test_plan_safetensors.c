@@ -131,7 +131,7 @@ static void test_shards_and_model_dir(void **state)
 {
     (void)state;
     char sub[128];
-    snprintf(sub, sizeof sub, "%s/sharded", dir);
+    th_path(sub, sizeof sub, dir, "sharded");
     assert_int_equal(mkdir(sub, 0755), 0);
     th_write_text(dir, "sharded/config.json", small_config);
     write_st("sharded/model-00001-of-00002.safetensors",
@@ -192,7 +192,7 @@ static void test_estimate_without_weights(void **state)
 {
     (void)state;
     char sub[128];
-    snprintf(sub, sizeof sub, "%s/noweights", dir);
+    th_path(sub, sizeof sub, dir, "noweights");
     assert_int_equal(mkdir(sub, 0755), 0);
     th_write_text(dir, "noweights/config.json", small_config);
     hbm_plan_model m;

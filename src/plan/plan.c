@@ -170,6 +170,11 @@ static plan_ctx model_ctx(const hbm_plan_input *in, hbm_plan_model *m, int ver, 
         if (c.r.v0 || ascend)
             plan_add_note(res, hbm_xstrdup("--sampler is about vLLM V1 on CUDA: V0 and "
                                            "vllm-ascend have their own sampler; ignored"));
+        else if (c.r.mrv2)
+            /* its dummy sampler skips top-k/top-p, whichever implementation is chosen */
+            plan_add_note(res, hbm_xstrdup("--sampler names the top-k/top-p implementation; "
+                                           "Model Runner V2's profile skips top-k/top-p, so "
+                                           "it changes nothing here; ignored"));
         else {
             bool fi = in->vllm.sampler == HBM_PLAN_SAMPLER_FLASHINFER;
             c.r.sampler_bytes = fi ? PLAN_SAMPLER_FLASHINFER_BYTES : PLAN_SAMPLER_TORCH_BYTES;

@@ -86,17 +86,24 @@ static void test_device_memory(void **state)
     assert_non_null(strstr(err.msg, "NVIDIA H100 80GB HBM3"));
 }
 
-/* Plans qwen3-0.6b for release v; r is freed by the caller. */
-static int run_version(const char *v, hbm_plan_platform platform, hbm_plan_result *r,
-                       hbm_err *err)
+/* Plans qwen3-0.6b for release v on a device of mem GiB; r is freed by the caller. */
+static int run_qwen3(const char *v, hbm_plan_platform platform, double mem, hbm_plan_sampler s,
+                     hbm_plan_result *r, hbm_err *err)
 {
     hbm_plan_input in;
     hbm_plan_input_init(&in);
     in.model_path = "tests/fixtures/models/qwen3-0.6b";
     in.platform = platform;
-    in.mem_total_bytes = (int64_t)(64 * GIB);
+    in.mem_total_bytes = (int64_t)(mem * GIB);
     in.engine_version = v;
+    in.vllm.sampler = s;
     return hbm_plan_run(&in, r, err);
+}
+
+static int run_version(const char *v, hbm_plan_platform platform, hbm_plan_result *r,
+                       hbm_err *err)
+{
+    return run_qwen3(v, platform, 64, HBM_PLAN_SAMPLER_DEFAULT, r, err);
 }
 
 static void test_versions(void **state)
@@ -157,6 +164,40 @@ static void test_versions(void **state)
         assert_non_null(strstr(err.msg, "not a version"));
     }
     hbm_plan_result_free(&newest);
+}
+
+/* --sampler names the top-k/top-p implementation: it sizes the profile of the V1 runner, but
+ * Model Runner V2's dummy sampler skips top-k/top-p, so there it changes nothing. */
+static int64_t tokens_with_sampler(const char *v, hbm_plan_sampler s, bool *ignored)
+{
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    if (run_qwen3(v, HBM_PLAN_PLATFORM_CUDA, 24, s, &r, &err) < 0)
+        fail_msg("%s: %s", v, err.msg);
+    *ignored = false;
+    for (size_t i = 0; i < r.nnotes; i++)
+        if (strstr(r.notes[i], "Model Runner V2's profile skips top-k/top-p"))
+            *ignored = true;
+    int64_t t = r.kv_cache_tokens;
+    hbm_plan_result_free(&r);
+    return t;
+}
+
+static void test_sampler_choice(void **state)
+{
+    (void)state;
+    bool ign;
+    /* Qwen3 dense runs on Model Runner V2 from 0.22 */
+    int64_t dflt = tokens_with_sampler("0.27.1", HBM_PLAN_SAMPLER_DEFAULT, &ign);
+    assert_false(ign);
+    assert_int_equal(tokens_with_sampler("0.27.1", HBM_PLAN_SAMPLER_TORCH, &ign), dflt);
+    assert_true(ign);
+    assert_int_equal(tokens_with_sampler("0.27.1", HBM_PLAN_SAMPLER_FLASHINFER, &ign), dflt);
+    assert_true(ign);
+    /* the V1 runner before it samples with top-k/top-p: torch's costs more than FlashInfer's */
+    int64_t torch = tokens_with_sampler("0.21.0", HBM_PLAN_SAMPLER_TORCH, &ign);
+    assert_false(ign);
+    assert_true(torch < tokens_with_sampler("0.21.0", HBM_PLAN_SAMPLER_FLASHINFER, &ign));
 }
 
 /* Plans path (not fitting, so recommendations exist) and checks that the whole flag line and
@@ -258,6 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_memory),
         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_sampler_choice),
         cmocka_unit_test_setup_teardown(test_served_model, scratch_make, scratch_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,7 @@ static int hook_error(const hbm_clean_opts *o, const char *id, const char *msg)
     return CLI_EXIT_OK;
 }
 
-static void show(const hbm_hook_plan *p)
+static void show(const hbm_hook_plan *p, const char *undone)
 {
     for (size_t i = 0; i < p->n; i++) {
         const hbm_hook_target *t = &p->targets[i];
@@ -41,7 +41,7 @@ static void show(const hbm_hook_plan *p)
         const char *what = !t->proven ? t->why : !s->allowed ? s->why
                          : s->done       ? s->result
                          : s->result[0]  ? s->result
-                                         : "to end (dry run)";
+                                         : undone;
         printf("pid %d (%s) holds %s: %s%s%s\n", t->pid, t->comm, t->device,
                t->proven ? t->why : "", t->proven ? "; " : "", what);
     }
@@ -71,7 +71,7 @@ static int poststop(const hbm_clean_opts *o, double deadline, bool dry_run)
         hbm_hook_plan_make(&obs, &c, &co, &plan);
         if (!dry_run && hbm_hook_apply(&plan, &c, &co, &err) < 0)
             rc = -1;
-        show(&plan);
+        show(&plan, dry_run ? "to end (dry run)" : "not ended: nothing is done unaudited");
         hbm_hook_plan_free(&plan);
     }
     hbm_obs_free(&obs);

@@ -51,7 +51,7 @@ static int poststop(const hbm_clean_opts *o, double deadline, bool dry_run)
 {
     hbm_err err = {{0}};
     hbm_hook_state st;
-    if (hbm_hook_read_state(STDIN_FILENO, deadline < 5 ? deadline : 5, &st, &err) < 0)
+    if (hbm_hook_read_state(STDIN_FILENO, deadline < 10 ? deadline / 2 : 5, &st, &err) < 0)
         return hook_error(o, "", err.msg);
     hbm_hook_container c;
     if (hbm_hook_container_read(&st, &c, &err) < 0)

@@ -5,15 +5,17 @@
  * runs the hook itself with id, bundle and annotations only), so a leftover is told by what
  * the host still shows: it holds an open file on one of the devices the bundle's
  * config.json lists (the path as the container saw it and the same major:minor), and it is
- * the container's: its cgroup names the container, or, escaped from the cgroups, it lives in
- * a mount namespace that is not the host's and that no process of a live container shares,
- * and it started after the config was written. Anything less is kept and audited. */
+ * the container's: its cgroup names the container, or, escaped from the cgroups, its root
+ * directory is the container's root file system (which the runtime unmounts only after the
+ * hook), outside the host's mount namespace, and it started after the config was written.
+ * Anything less is kept and audited. */
 #ifndef HBM_HOOK_H
 #define HBM_HOOK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hbm/doctor.h"
 #include "hbm/err.h"
@@ -37,6 +39,8 @@ typedef struct hbm_hook_container {
     hbm_hook_state state;
     hbm_hook_device *devs; /* owned; only paths matching the device-file patterns */
     size_t ndevs;
+    dev_t root_dev;        /* its root file system (root.path) as mounted now; */
+    ino_t root_ino;        /* 0: not found */
     double since;          /* config.json's mtime, unix seconds: written before any of the
                               container's processes started */
 } hbm_hook_container;

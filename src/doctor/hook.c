@@ -141,6 +141,17 @@ int hbm_hook_container_read(const hbm_hook_state *st, hbm_hook_container *c, hbm
     free(buf);
     if (!j)
         return hbm_err_set(err, "%s:%d: %s", path, je.line, je.text);
+    const char *root = json_string_value(json_object_get(json_object_get(j, "root"), "path"));
+    char rp[4400];
+    struct stat rs;
+    if (root && *root) {
+        snprintf(rp, sizeof rp, "%s%s%s", root[0] == '/' ? "" : st->bundle,
+                 root[0] == '/' ? "" : "/", root);
+        if (stat(rp, &rs) == 0 && S_ISDIR(rs.st_mode)) {
+            c->root_dev = rs.st_dev;
+            c->root_ino = rs.st_ino;
+        }
+    }
     json_t *devs = json_object_get(json_object_get(j, "linux"), "devices");
     for (size_t i = 0; i < json_array_size(devs); i++)
         add_device(c, json_array_get(devs, i));
@@ -199,62 +210,31 @@ static const hbm_hook_device *holds_device(int pid, const hbm_hook_container *c)
     return hit;
 }
 
-static bool mntns(int pid, struct stat *sb)
+static bool same_file(const char *path, dev_t dev, ino_t ino)
 {
-    char p[64];
-    if (pid)
-        snprintf(p, sizeof p, "/proc/%d/ns/mnt", pid);
-    else
-        snprintf(p, sizeof p, "/proc/self/ns/mnt");
-    return stat(p, sb) == 0;
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_dev == dev && sb.st_ino == ino;
 }
 
-/* A process of a live container (not this one) in mount namespace ns: its pid, else 0. */
-static int live_sharer(const struct stat *ns, const char *id, char *cid, size_t n)
-{
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
-    int found = 0;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        struct stat sb;
-        if (*end || pid <= 0 || !mntns((int)pid, &sb) || sb.st_ino != ns->st_ino ||
-            sb.st_dev != ns->st_dev)
-            continue;
-        hbm_hproc hp;
-        if (hbm_host_read_proc(NULL, (int)pid, &hp, NULL) < 0)
-            continue;
-        if (hp.container_id[0] && strcmp(hp.container_id, id) && !hbm_host_container_gone(&hp)) {
-            found = (int)pid;
-            snprintf(cid, n, "%.12s", hp.container_id);
-        }
-        hbm_hproc_free(&hp);
-    }
-    closedir(d);
-    return found;
-}
-
-/* Whether the escaped process is the container's: its own mount namespace, shared with no
- * live container, and started after the container's config was written. */
+/* Whether a process outside every container's cgroup is this container's: its root
+ * directory is the container's root file system (mounted until the runtime's clean-up, after
+ * the hook), it is not in the hook's mount namespace (the host's: a host process that
+ * chrooted there is not the container's), and it started after the config was written. */
 static bool escaped_proof(const hbm_obs *obs, const hbm_hook_container *c, const hbm_hproc *hp,
                           char *why, size_t n)
 {
-    struct stat ns, host, self;
-    if (!mntns(hp->pid, &ns) || !mntns(0, &self)) {
-        snprintf(why, n, "its mount namespace cannot be read: kept");
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/root", hp->pid);
+    struct stat self;
+    char ns[64];
+    snprintf(ns, sizeof ns, "/proc/%d/ns/mnt", hp->pid);
+    if (!c->root_ino || !same_file(p, c->root_dev, c->root_ino)) {
+        snprintf(why, n, "in no container's cgroup and its root is not this container's root "
+                 "file system%s: kept", c->root_ino ? "" : " (not mounted now)");
         return false;
     }
-    /* init's where it can be read (a sandbox may hide it), and the hook's own (the
-     * runtime's: a root podman, CRI-O run in the host's). */
-    if (!mntns(1, &host))
-        host = self;
-    if ((ns.st_ino == host.st_ino && ns.st_dev == host.st_dev) ||
-        (ns.st_ino == self.st_ino && ns.st_dev == self.st_dev)) {
-        snprintf(why, n, "in no container's cgroup and in the host's mount namespace: a host "
-                 "process, kept");
+    if (stat("/proc/self/ns/mnt", &self) < 0 || same_file(ns, self.st_dev, self.st_ino)) {
+        snprintf(why, n, "in the host's mount namespace (or it cannot be read): kept");
         return false;
     }
     double tck = obs->host.clk_tck > 0 ? (double)obs->host.clk_tck : 100.0;
@@ -264,18 +244,8 @@ static bool escaped_proof(const hbm_obs *obs, const hbm_hook_container *c, const
         snprintf(why, n, "it started before the container's config.json was written: kept");
         return false;
     }
-    char cid[16] = "";
-    int sharer = live_sharer(&ns, c->state.id, cid, sizeof cid);
-    if (sharer != 0) {
-        if (sharer < 0)
-            snprintf(why, n, "cannot read /proc to rule out a live container: kept");
-        else
-            snprintf(why, n, "its mount namespace is live container %s's (pid %d): kept", cid,
-                     sharer);
-        return false;
-    }
-    snprintf(why, n, "left the container's cgroups, still in its mount namespace (no live "
-             "container shares it), started after the container was created");
+    snprintf(why, n, "left the container's cgroups; its root is the container's root file "
+             "system and it started after the container was created");
     return true;
 }
 

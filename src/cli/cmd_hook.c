@@ -38,7 +38,7 @@ static void show(const hbm_hook_plan *p, const char *undone)
         for (size_t k = 0; k < p->clean.n && !s; k++)
             if (p->clean.steps[k].action.pid == t->pid)
                 s = &p->clean.steps[k];
-        const char *what = !t->proven ? t->why : !s->allowed ? s->why
+        const char *what = !t->proven ? t->why : !s ? "" : !s->allowed ? s->why
                          : s->done       ? s->result
                          : s->result[0]  ? s->result
                                          : undone;
@@ -96,7 +96,7 @@ int cmd_hook(int argc, char **argv)
         CLI_OPTS_END,
     };
     const cli_spec spec = {
-        .cmd = "hook", .usage = "poststop [--deadline DURATION] [--grace DURATION] [--dry-run]",
+        .cmd = "hook", .usage = "poststop [--deadline DURATION] [--grace DURATION] [--dry-run] [--audit-log FILE]",
         .about = "An OCI poststop hook (podman, CRI-O: deploy/oci-hooks/). Reads the runtime's state\n"
                  "on stdin, the devices of the bundle's config.json, and ends the processes that\n"
                  "held one of them and outlived the container, with clean's proofs (start time,\n"

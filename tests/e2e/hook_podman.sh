@@ -136,7 +136,7 @@ check "the annotated hook config runs for the annotated container" \
     grep -q "\"id\":\"$(cat "$D/x.id")\"" "$D/states"
 check "and not for the other" bash -c "! grep -q '\"id\":\"$(cat "$D/y.id")\"' '$D/states'"
 
-: >"$D/hook.err"
+check "no hook so far wrote to stderr (no error, no sanitizer report)" [ ! -s "$D/hook.err" ]
 HOOKS=$D/hooks-bad start e "${DEV[@]}"
 e=$(cat "$D/share/e.child")
 t0=$(now)

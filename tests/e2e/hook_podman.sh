@@ -60,7 +60,7 @@ OPTS=(--network none --pid host --cap-add SYS_ADMIN --security-opt seccomp=uncon
       -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$D/share:/share")
 DEV=(--device "$D/davinci0:/dev/davinci0")
 # NAME: the main process holds the device (NAME.main); a child escapes the cgroups (NAME.child)
-SCRIPT='sh -c "exec 7</dev/davinci0; for f in /sys/fs/cgroup/*/cgroup.procs; do echo \$\$ >\$f; done 2>/dev/null; echo \$\$ >/share/$0.child; exec sleep 1000" & exec 7</dev/davinci0; echo $$ >/share/$0.main; exec sleep 1000'
+SCRIPT='sh -c "exec 7</dev/davinci0; for f in /sys/fs/cgroup/*/cgroup.procs; do echo \$\$ >\$f; done 2>/dev/null; echo \$\$ >/share/$0.child; exec sleep 1000" & exec 7</dev/davinci0; echo $$ >/share/$0.main; exec sleep ${MAINSLEEP:-1000}'
 start() { # NAME [podman options]
     local n=$1
     shift
@@ -119,6 +119,11 @@ pm stop -t 1 c >/dev/null 2>&1
 check "podman stop succeeds" [ $? -eq 0 ]
 check "at podman stop the hook ended c's escaped child" gone "$c"
 check "the audit has it" [ "$(kill_rec "$c" | jq -r .outcome)" = done ]
+
+start d "${DEV[@]}" -e MAINSLEEP=1
+d=$(cat "$D/share/d.child")
+check "when the container exits by itself (its server died), the hook ends d's escaped child" gone "$d"
+check "the audit has it" [ "$(kill_rec "$d" | jq -r .outcome)" = done ]
 
 lines=$(wc -l <"$audit")
 pm run -d --name n "${OPTS[@]}" hbmtest sleep 1000 >"$D/n.id"

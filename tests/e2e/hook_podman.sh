@@ -113,6 +113,17 @@ check "the audit keeps b's main: its cgroup names b" grep -q "cgroup names conta
 check "the audit keeps b's child: its root is not a's root file system" \
     grep -q "its root is not this container's root file system" <<<"$(kept "$b")"
 
+# The proofs as the hook would judge b's own processes (a dry run on b's state while it runs).
+bid=$(cat "$D/b.id")
+printf '{"ociVersion":"1.0.2","id":"%s","status":"stopped","bundle":"%s"}' "$bid" \
+    "$D/root/overlay-containers/$bid/userdata" |
+    "$HBMCTL" hook poststop --dry-run >"$tmp/dry.out" 2>&1
+check "b's main would be b's: its cgroup names the container" \
+    grep -q "^pid $bmain (sleep) holds /dev/davinci0: its cgroup names the container; to end (dry run)" "$tmp/dry.out"
+check "b's escaped child would be b's: its root is b's root file system" \
+    grep -q "^pid $b (sleep) holds /dev/davinci0: left the container's cgroups; its root is the container's root file system" "$tmp/dry.out"
+check "a dry run ends nothing" alive "$b"
+
 start c "${DEV[@]}"
 c=$(cat "$D/share/c.child")
 pm stop -t 1 c >/dev/null 2>&1

@@ -8,7 +8,10 @@
 # that left the container's cgroups is missed by both and keeps the device open. Here a child
 # opens the fake /dev/davinci0 (a character device mapped in with --device), writes itself to
 # the root cgroup of every v1 hierarchy and sleeps; the fake DCMI driver lists it on chip 0
-# with memory it frees when the process exits.
+# with memory it frees when the process exits. The hook must end such a child at podman rm -f,
+# at podman stop and when the container exits by itself, and keep what a running container
+# holds on the same device; a container without devices runs it for nothing, and a failing
+# hook never fails the stop.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 command -v podman >/dev/null || { echo "SKIP: podman is not installed"; exit 77; }

@@ -30,6 +30,7 @@ cleanup() {
     local f
     for f in "$D"/share/*; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
     scratch_cleanup
+    umount "$D/root/overlay" 2>/dev/null # the overlay driver's private mount of its home
     rm -rf "$D"
 }
 trap cleanup EXIT

@@ -21,6 +21,7 @@
     X(watch, "live view with memory history and leak detection")                            \
     X(probe, "health check for Kubernetes exec probes and scripts")                         \
     X(slurm, "Slurm prolog, epilog and health check: no job on or after a dirty device")    \
+    X(hook, "OCI poststop hook: end what held a stopped container's devices")               \
     X(exporter, "Prometheus metrics over HTTP")                                              \
     X(fleet, "every node's devices, verdicts and holders from Prometheus")                  \
     X(explain, "read a failing server's log and say what happened and what to do")

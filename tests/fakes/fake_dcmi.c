@@ -20,13 +20,18 @@
  *                          "memory": {"total_mb", "available_mb", "hugepagesize_kb",
  *                                     "hugepages_total", "hugepages_free"}  absent: same
  *                          "bus_id": "0000:C1:00.0",
- *                          "processes": [{"pid", "memory"}]    (bytes; at most 64 written)
+ *                          "processes": [{"pid", "memory"}]    (bytes; at most 64 written;
+ *                                         "freed_on_exit": true: once the pid has exited it
+ *                                         is not listed and its memory leaves used_mb, as
+ *                                         the driver frees a context with its process)
  *                          "errors": {...}}]}]}
  *
  * Built twice: the default exports the current calls; with FAKE_DCMI_OLD only what an old
  * driver had (dcmi_get_card_num_list, dcmi_get_hbm_info, dcmi_get_device_pcie_info,
  * dcmi_get_device_memory_info_v2; no phy ids, error codes, unit types or topology). */
+#include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +115,24 @@ static json_t *card_json(int card_id)
         if (num(c, "card_id", -1) == card_id)
             return c;
     return NULL;
+}
+
+static bool freed(json_t *p)
+{
+    return json_is_true(json_object_get(p, "freed_on_exit")) &&
+           kill((pid_t)num(p, "pid", 0), 0) < 0 && errno == ESRCH;
+}
+
+/* MB the exited processes of chip ch gave back. */
+static long long freed_mb(json_t *ch)
+{
+    size_t i;
+    json_t *p;
+    long long mb = 0;
+    json_array_foreach(json_object_get(ch, "processes"), i, p)
+        if (freed(p))
+            mb += num(p, "memory", 0) >> 20;
+    return mb;
 }
 
 /* The chip, or NULL with *rc set as the driver would answer. */
@@ -294,7 +317,8 @@ static int hbm(int card_id, int device_id, struct dcmi_hbm_info *out, const char
         return DCMI_ERR_CODE_NOT_SUPPORT;
     memset(out, 0, sizeof *out);
     out->memory_size = (unsigned long long)num(h, "total_mb", 0);
-    out->memory_usage = (unsigned long long)num(h, "used_mb", 0);
+    long long used = num(h, "used_mb", 0) - freed_mb(ch);
+    out->memory_usage = (unsigned long long)(used > 0 ? used : 0);
     out->freq = 1600;
     out->temp = 40;
     return DCMI_OK;
@@ -337,12 +361,15 @@ EXPORT int dcmi_get_device_resource_info(int card_id, int device_id,
     /* The driver fills up to 64 entries, whatever size the caller's array has. */
     if (n > MAX_PROC_NUM_IN_DEVICE)
         n = MAX_PROC_NUM_IN_DEVICE;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *p = json_array_get(ps, i);
-        proc_info[i].proc_id = (int)num(p, "pid", 0);
-        proc_info[i].proc_mem_usage = (unsigned long)num(p, "memory", 0);
+        if (freed(p))
+            continue;
+        proc_info[k].proc_id = (int)num(p, "pid", 0);
+        proc_info[k++].proc_mem_usage = (unsigned long)num(p, "memory", 0);
     }
-    *proc_num = (int)n;
+    *proc_num = (int)k;
     return DCMI_OK;
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ static hbm_clean_step *add_step(hbm_clean_plan *p)
     hbm_clean_step *s = &p->steps[p->n++];
     memset(s, 0, sizeof *s);
     s->allowed = true;
+    s->age_s = NAN;
     return s;
 }
 
@@ -52,6 +54,12 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
+    } else if (hp && hp->state == 'D') {
+        /* A signal waits until the kernel call returns; sending one proves nothing. */
+        s->allowed = false;
+        snprintf(s->why, sizeof s->why, "pid %d is stuck in the kernel (state D%s%s): a signal "
+                 "does nothing until the call returns; never signalled", pid,
+                 hp->wchan[0] ? ", in " : "", hp->wchan);
     } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
         s->allowed = false;
         bool unknown = !strcmp(hp->container_state, "unknown");

@@ -123,15 +123,16 @@ void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b)
         hbm_export_label lb[2] = {{"action", "other"}, {"result", "other"}};
         hbm_export_sample(b, "hbmctl_remediations_total", lb, 2, (double)l->other);
     }
+    /* Whole seconds: the writer's %.9g would round a unix time to ten seconds. */
     hbm_export_family(b, "hbmctl_last_remediation_timestamp_seconds", "gauge",
                       "Unix time of the last action in the audit log (absent before one).");
     hbm_export_sample(b, "hbmctl_last_remediation_timestamp_seconds", NULL, 0,
-                      l->last_action > 0 ? l->last_action : NAN);
+                      l->last_action > 0 ? floor(l->last_action) : NAN);
     hbm_export_family(b, "hbmctl_last_remediation_run_timestamp_seconds", "gauge",
                       "Unix time of the last run that acted (clean --apply with something to "
                       "do, the Slurm epilog); dry runs write nothing.");
     hbm_export_sample(b, "hbmctl_last_remediation_run_timestamp_seconds", NULL, 0,
-                      l->last_run > 0 ? l->last_run : NAN);
+                      l->last_run > 0 ? floor(l->last_run) : NAN);
     hbm_export_family(b, "hbmctl_remediation_audit_log_readable", "gauge",
                       "1 when the audit log was read (or does not exist yet); 0 means the "
                       "remediation counts are not current.");

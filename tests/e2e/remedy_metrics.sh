@@ -1,0 +1,101 @@
+#!/bin/bash
+# Remediations seen from outside (docs/remediation.md): a real orphan ended by the policy
+# (clean --policy --apply) is counted by the exporter from the audit log,
+# hbmctl_remediations_total{action="kill",result="done"}, with the last remediation's time,
+# and a real Prometheus scrapes both; a record appended later is counted once (the log is
+# read on by offset), a rotated log is counted on top; promtool accepts the exposition; the
+# alert rules fire on kept and repeated remediations and not on one clean-up.
+set -u
+. "$HBM_SRC/tests/e2e/common.bash"
+scratch KILL
+. "$HBM_SRC/tests/e2e/lib/prometheus.bash"
+fake_dcmi
+export HBMCTL_AUDIT_LOG="$tmp/log/audit.jsonl"
+mkdir "$tmp/dev"
+: >"$tmp/dev/davinci0"
+export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
+orphan=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci0")
+pids+=("$orphan")
+if [ "$(sed 's/.*) //' "/proc/$orphan/stat" | cut -d' ' -f2)" != 1 ]; then
+    echo "SKIP: orphans are adopted by a subreaper here, not by init"
+    exit 77
+fi
+cat >"$tmp/scenario.json" <<EOF
+{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "910B3", "health": "OK",
+  "hbm": {"total_mb": 65536, "used_mb": 30000}, "processes": [{"pid": $orphan, "memory": 27917287424}]}]}]}
+EOF
+kill_done='hbmctl_remediations_total{action="kill",result="done"}'
+
+start_exporter x --min-interval 100ms
+check "the exporter started (port ${port_x:-none})" test -n "$port_x"
+curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m0.txt"
+check "before any action the series are served at 0" grep -qxF "$kill_done 0" "$tmp/m0.txt"
+check "no last remediation time before one" bash -c "! grep -q '^hbmctl_last_remediation_timestamp_seconds ' '$tmp/m0.txt'"
+check "the audit log is readable (it does not exist yet)" grep -qx 'hbmctl_remediation_audit_log_readable 1' "$tmp/m0.txt"
+
+cat >"$tmp/prometheus.yml" <<EOF
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: hbmctl
+    static_configs:
+      - targets: ["127.0.0.1:$port_x"]
+EOF
+prom_start "$tmp/prometheus.yml"
+check "Prometheus sees 0 kills before the run" prom_wait "$kill_done" 0
+
+before=$(date +%s)
+"$HBMCTL" clean --backend dcmi --policy --min-age 0 --state "$tmp/seen.json" --apply --yes \
+    --grace 2s --settle 0 >"$tmp/clean.txt"
+check "clean --policy --apply exits 0" [ $? -eq 0 ]
+curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m1.txt"
+check "the exporter counts the kill" grep -qxF "$kill_done 1" "$tmp/m1.txt"
+check "promtool check metrics accepts it" promtool check metrics <"$tmp/m1.txt"
+last=$(sed -n 's/^hbmctl_last_remediation_timestamp_seconds \(.*\)$/\1/p' "$tmp/m1.txt")
+check "the last remediation's time is this run's ($last >= $before)" \
+    awk -v t="${last:-0}" -v b="$before" 'BEGIN {exit !(t >= b && t <= b + 60)}'
+check "and the last run's time" grep -q '^hbmctl_last_remediation_run_timestamp_seconds [0-9]' "$tmp/m1.txt"
+check "Prometheus scrapes the kill" prom_wait "$kill_done" 1
+check "Prometheus has the last remediation's time" \
+    prom_wait "hbmctl_last_remediation_timestamp_seconds >= $before" "$last"
+
+# Read on by offset: a record appended now is counted once, however many scrapes follow.
+echo '{"event":"clean","action":"shm-unlink","outcome":"kept","unix_time":'"$(date +%s)"'}' >>"$HBMCTL_AUDIT_LOG"
+for _ in 1 2 3; do curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m2.txt"; done
+check "an appended record is counted once" grep -qxF 'hbmctl_remediations_total{action="shm-unlink",result="kept"} 1' "$tmp/m2.txt"
+check "the kill still counts 1" grep -qxF "$kill_done 1" "$tmp/m2.txt"
+mv "$HBMCTL_AUDIT_LOG" "$HBMCTL_AUDIT_LOG.1"
+echo '{"event":"clean","action":"kill","outcome":"done","unix_time":'"$(date +%s)"'}' >"$HBMCTL_AUDIT_LOG"
+curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m3.txt"
+check "a rotated log is counted on top" grep -qxF "$kill_done 2" "$tmp/m3.txt"
+mkfifo "$tmp/fifo"
+start_exporter fifo --audit-log "$tmp/fifo"
+check "a FIFO in the audit log's place is refused, not waited on" \
+    grep -qx 'hbmctl_remediation_audit_log_readable 0' <(curl -s -m 5 "http://127.0.0.1:$port_fifo/metrics")
+
+# The expected alerts carry the rules' own annotations, filled for these labels.
+python3 - "$HBM_SRC/deploy/prometheus/alerts.yml" >"$tmp/rules_test.yml" <<'PY'
+import json, re, sys
+import yaml
+path = sys.argv[1]
+rules = {r["alert"]: r for g in yaml.safe_load(open(path))["groups"] for r in g["rules"]}
+def expect(name, at, labels):
+    ann = {k: re.sub(r"{{ \$labels\.(\w+) }}", lambda m: labels[m.group(1)], v)
+           for k, v in rules[name]["annotations"].items()}
+    return {"eval_time": at, "alertname": name, "exp_alerts":
+            [{"exp_labels": dict(rules[name]["labels"], **labels), "exp_annotations": ann}]}
+series = lambda inst, res, vals: {"series": 'hbmctl_remediations_total{instance="%s",action="kill",'
+                                            'result="%s"}' % (inst, res), "values": vals}
+print(json.dumps({"rule_files": [path], "evaluation_interval": "1m", "tests": [{
+    "interval": "1m",
+    "input_series": [series("n1", "kept", "0 0 1 1 1"), series("n1", "done", "0 1 1 1 1"),
+                     series("n2", "done", "0 4 8 12 16"), series("n2", "kept", "0 0 0 0 0")],
+    "alert_rule_test": [
+        {"eval_time": "1m", "alertname": "HbmctlRemediationFailed", "exp_alerts": []},
+        expect("HbmctlRemediationFailed", "3m", {"instance": "n1", "action": "kill", "result": "kept"}),
+        {"eval_time": "1m", "alertname": "HbmctlRemediationRepeated", "exp_alerts": []},
+        expect("HbmctlRemediationRepeated", "4m", {"instance": "n2"})]}]}))
+PY
+check "promtool test rules: a kept action alerts, one clean-up does not, repeated ones do" \
+    promtool test rules "$tmp/rules_test.yml"
+finish

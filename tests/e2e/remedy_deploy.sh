@@ -6,14 +6,13 @@
 # policy from its shell loop, a dry run by default, and stops at once on SIGTERM; the exporter
 # beside it counts the audit log it shares.
 set -u
+. "$HBM_SRC/tests/e2e/lib/remedy.bash"
+remedy_private_shm "$0" "$@"
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch KILL
 D="$HBM_SRC/deploy"
 fake_dcmi
-export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
-mkdir "$tmp/dev"
-: >"$tmp/dev/davinci0"
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
+remedy_devices
 
 # --- systemd ------------------------------------------------------------------------------
 mkdir "$tmp/units"
@@ -34,16 +33,8 @@ done
 check "the unit sets no --apply itself, and takes HBMCTL_CLEAN_ARGS" \
     bash -c "! grep -q -- '--apply' <<<'$exec_line' && grep -q ' [$]HBMCTL_CLEAN_ARGS$' <<<'$exec_line'"
 
-orphan=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci0")
-pids+=("$orphan")
-if [ "$(sed 's/.*) //' "/proc/$orphan/stat" | cut -d' ' -f2)" != 1 ]; then
-    echo "SKIP: orphans are adopted by a subreaper here, not by init"
-    exit 77
-fi
-cat >"$tmp/scenario.json" <<EOF
-{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "910B3", "health": "OK",
-  "hbm": {"total_mb": 65536, "used_mb": 30000}, "processes": [{"pid": $orphan, "memory": 27917287424}]}]}]}
-EOF
+remedy_orphan orphan 0
+remedy_scenario "$orphan"
 # The command line as systemd expands it: $HBMCTL_CLEAN_ARGS split at spaces, empty when
 # unset. The state file is the test's; the policy's age is lowered for the test only.
 unit_run() { # HBMCTL_CLEAN_ARGS
@@ -60,8 +51,7 @@ check "the orphan is alive" kill -0 "$orphan"
 check "no audit record" test ! -e "$HBMCTL_AUDIT_LOG"
 unit_run "--apply" >"$tmp/apply.txt"
 check "HBMCTL_CLEAN_ARGS=--apply acts: exit 0" test $? -eq 0
-for _ in $(seq 1 50); do [ -d "/proc/$orphan" ] || break; st=$(sed 's/.*) //' "/proc/$orphan/stat" 2>/dev/null | cut -d' ' -f1); [ "$st" = Z ] && break; sleep 0.1; done
-check "the orphan was ended" bash -c "! kill -0 $orphan 2>/dev/null || grep -q ') Z ' /proc/$orphan/stat"
+check "the orphan was ended" remedy_gone "$orphan"
 check "and audited" jq -e "select(.pid == $orphan and .outcome == \"done\")" "$HBMCTL_AUDIT_LOG"
 
 # --- Kubernetes: the DaemonSet's clean container ------------------------------------------
@@ -95,9 +85,8 @@ check "clean writes /dev/shm and the audit log; the exporter reads the log only"
 check "host PID and IPC namespaces" test "$host_pid$host_ipc" = 11
 check "its options exist" grep -q -- "--settle" <("$HBMCTL" clean --help)
 
-orphan2=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci0")
-pids+=("$orphan2")
-sed -i "s/\"pid\": $orphan,/\"pid\": $orphan2,/" "$tmp/scenario.json"
+remedy_orphan orphan2 0
+remedy_scenario "$orphan2"
 mkdir "$tmp/bin"
 ln -s "$HBMCTL" "$tmp/bin/hbmctl"
 rm -f "$HBMCTL_AUDIT_LOG"

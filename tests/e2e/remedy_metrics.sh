@@ -4,26 +4,20 @@
 # hbmctl_remediations_total{action="kill",result="done"}, with the last remediation's time,
 # and a real Prometheus scrapes both; a record appended later is counted once (the log is
 # read on by offset), a rotated log is counted on top; promtool accepts the exposition; the
-# alert rules fire on kept and repeated remediations and not on one clean-up.
+# fleet view shows the node's last remediation; node-problem-detector's orphaned check clears
+# once the node is clean; the alert rules fire on kept and repeated remediations and not on
+# one clean-up.
 set -u
+. "$HBM_SRC/tests/e2e/lib/remedy.bash"
+remedy_private_shm "$0" "$@"
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch KILL
 . "$HBM_SRC/tests/e2e/lib/prometheus.bash"
 fake_dcmi
+remedy_devices
 export HBMCTL_AUDIT_LOG="$tmp/log/audit.jsonl"
-mkdir "$tmp/dev"
-: >"$tmp/dev/davinci0"
-export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
-orphan=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci0")
-pids+=("$orphan")
-if [ "$(sed 's/.*) //' "/proc/$orphan/stat" | cut -d' ' -f2)" != 1 ]; then
-    echo "SKIP: orphans are adopted by a subreaper here, not by init"
-    exit 77
-fi
-cat >"$tmp/scenario.json" <<EOF
-{"cards": [{"card_id": 0, "chips": [{"logic_id": 0, "phy_id": 0, "name": "910B3", "health": "OK",
-  "hbm": {"total_mb": 65536, "used_mb": 30000}, "processes": [{"pid": $orphan, "memory": 27917287424}]}]}]}
-EOF
+remedy_orphan orphan 0
+remedy_scenario "$orphan"
 kill_done='hbmctl_remediations_total{action="kill",result="done"}'
 
 start_exporter x --min-interval 100ms
@@ -44,6 +38,14 @@ EOF
 prom_start "$tmp/prometheus.yml"
 check "Prometheus sees 0 kills before the run" prom_wait "$kill_done" 0
 
+# node-problem-detector's rule for AcceleratorMemoryDirty (deploy/node-problem-detector) as
+# NPD runs it: NonOK (exit 1) while the orphan holds memory.
+npd_args=$(jq -r '.rules[] | select(.reason == "OrphanedAcceleratorMemory") | .args | join(" ")' \
+    "$HBM_SRC/deploy/node-problem-detector/hbmctl-monitor.json")
+# shellcheck disable=SC2086
+"$HBMCTL" $npd_args --backend dcmi >"$tmp/npd1.txt"
+check "NPD's orphaned check is NonOK while the orphan holds memory" test $? -eq 1
+
 before=$(date +%s)
 "$HBMCTL" clean --backend dcmi --policy --min-age 0 --state "$tmp/seen.json" --apply --yes \
     --grace 2s --settle 0 >"$tmp/clean.txt"
@@ -58,6 +60,18 @@ check "and the last run's time" grep -q '^hbmctl_last_remediation_run_timestamp_
 check "Prometheus scrapes the kill" prom_wait "$kill_done" 1
 check "Prometheus has the last remediation's time" \
     prom_wait "hbmctl_last_remediation_timestamp_seconds >= $before" "$last"
+
+"$HBMCTL" fleet --prometheus "http://127.0.0.1:$pport" --json >"$tmp/fleet.json"
+check "the fleet view shows the node's last remediation" \
+    test "$(jq -r '.nodes[0].last_remediation' "$tmp/fleet.json")" = "$last"
+"$HBMCTL" fleet --prometheus "http://127.0.0.1:$pport" >"$tmp/fleet.txt"
+check "and says it in its table" grep -q "last clean-up $(date -u -d "@$last" +%Y-%m-%dT%H:%M:%SZ)" "$tmp/fleet.txt"
+
+# The driver drops a process once its memory is freed: then the condition clears.
+remedy_scenario 0
+# shellcheck disable=SC2086
+"$HBMCTL" $npd_args --backend dcmi >"$tmp/npd2.txt"
+check "NPD's orphaned check is OK (exit 0) once the node is clean: the condition clears" test $? -eq 0
 
 # Read on by offset: a record appended now is counted once, however many scrapes follow.
 echo '{"event":"clean","action":"shm-unlink","outcome":"kept","unix_time":'"$(date +%s)"'}' >>"$HBMCTL_AUDIT_LOG"

@@ -162,6 +162,12 @@ void hbm_clean_plan_free(hbm_clean_plan *plan);
  * the state file could not be kept (the ages then come from the objects themselves). */
 int hbm_clean_policy(const hbm_obs *obs, hbm_clean_plan *plan, const hbm_clean_opts *opts,
                      double now, hbm_err *err);
+/* True when every device on which a step ended a process shows less memory in after than
+ * in before (drivers free memory asynchronously: clean observes again until then). */
+bool hbm_clean_settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan);
+/* Per device of before: [{device, before_bytes, after_bytes, released_bytes}], null where
+ * not known (clean --json's "released"). */
+json_t *hbm_clean_released(const hbm_obs *before, const hbm_obs *after);
 /* The steps as JSON (clean --json's "steps"). */
 json_t *hbm_clean_steps_json(const hbm_clean_plan *plan);
 

@@ -129,31 +129,6 @@ static void add_source(json_t *j, const hbm_obs *obs)
                         obs->backend_why[0] ? json_string(obs->backend_why) : json_null());
 }
 
-/* True when every device on which a process was ended shows less memory than before. */
-static bool settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan)
-{
-    for (size_t i = 0; i < plan->n; i++) {
-        const hbm_clean_step *s = &plan->steps[i];
-        if (!s->done || s->action.kind != HBM_ACT_KILL)
-            continue;
-        for (size_t d = 0; d < before->ndevs; d++) {
-            const hbm_device *b = &before->devs[d];
-            bool listed = false;
-            for (size_t k = 0; k < b->nprocs; k++)
-                listed |= b->procs[k].pid == s->action.pid;
-            if (!listed)
-                continue;
-            for (size_t e = 0; e < after->ndevs; e++) {
-                const hbm_device *a = &after->devs[e];
-                if (a->vendor == b->vendor && a->index == b->index && a->chip == b->chip &&
-                    a->memory_used_bytes >= b->memory_used_bytes)
-                    return false;
-            }
-        }
-    }
-    return true;
-}
-
 static bool ask(void)
 {
     if (!isatty(STDIN_FILENO))
@@ -163,66 +138,6 @@ static bool ask(void)
     if (!fgets(line, sizeof line, stdin))
         return false;
     return line[0] == 'y' || line[0] == 'Y';
-}
-
-/* Per device: memory before and after, by user id. */
-static json_t *released(const hbm_obs *before, const hbm_obs *after, bool print)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < before->ndevs; i++) {
-        const hbm_device *d = &before->devs[i];
-        int64_t uid = hbm_device_user_id(d);
-        const hbm_device *e = NULL;
-        for (size_t j = 0; j < after->ndevs; j++)
-            if (after->devs[j].index == d->index && after->devs[j].chip == d->chip &&
-                after->devs[j].vendor == d->vendor)
-                e = &after->devs[j];
-        int64_t b = d->memory_used_bytes, n = e ? e->memory_used_bytes : HBM_UNKNOWN;
-        bool known = b >= 0 && n >= 0;
-        int64_t r = known ? b - n : 0;
-        json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "device",
-                                           uid < 0 ? json_null() : json_integer(uid),
-                                           "before_bytes", b < 0 ? json_null() : json_integer(b),
-                                           "after_bytes", n < 0 ? json_null() : json_integer(n),
-                                           "released_bytes",
-                                           known ? json_integer(r) : json_null()));
-        if (print) {
-            char sb[32], sn[32], sr[32];
-            printf("  %-7lld %12s -> %-12s %s%s\n", (long long)uid, cli_size(sb, sizeof sb, b),
-                   cli_size(sn, sizeof sn, n),
-                   !known ? "unknown" : cli_size(sr, sizeof sr, r > 0 ? r : 0),
-                   r > 0 ? " released" : "");
-        }
-    }
-    return a;
-}
-
-static void print_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
-                       size_t allowed)
-{
-    cli_print_skipped(stdout, "", obs);
-    size_t waiting = 0, deferred = 0;
-    for (size_t i = 0; i < plan->n; i++) {
-        waiting += plan->steps[i].waiting;
-        deferred += plan->steps[i].deferred;
-    }
-    printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
-    if (plan->n > allowed + waiting + deferred)
-        printf(", %zu kept by safety rules", plan->n - allowed - waiting - deferred);
-    if (waiting)
-        printf(", %zu under --min-age", waiting);
-    if (deferred)
-        printf(", %zu deferred by --max-actions", deferred);
-    printf("\n");
-    for (size_t i = 0; i < plan->n; i++) {
-        const hbm_clean_step *s = &plan->steps[i];
-        char label[64];
-        snprintf(label, sizeof label, "  %s %s",
-                 s->allowed ? (apply ? "do  " : "would")
-                 : s->waiting ? "wait" : s->deferred ? "defer" : "keep",
-                 s->finding_id);
-        cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
-    }
 }
 
 /* The JSON answer; rel (owned) and audit only after --apply acted. */
@@ -251,7 +166,7 @@ static json_t *observe_after(const clean_args *a, const hbm_obs *obs,
     double until = hbm_now_mono() + a->settle;
     int orc;
     while ((orc = hbm_observe(&after, &a->c.src, &err)) == 0 && hbm_now_mono() < until &&
-           !settled(obs, &after, plan)) {
+           !hbm_clean_settled(obs, &after, plan)) {
         hbm_obs_free(&after);
         usleep(500 * 1000);
     }
@@ -266,7 +181,9 @@ static json_t *observe_after(const clean_args *a, const hbm_obs *obs,
     else if (!a->c.json)
         printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE", "BEFORE",
                "AFTER", "RELEASED");
-    json_t *rel = released(obs, &after, !a->c.json);
+    json_t *rel = hbm_clean_released(obs, &after);
+    if (!a->c.json)
+        cli_print_released(rel);
     hbm_obs_free(&after);
     return rel;
 }
@@ -355,7 +272,7 @@ int cmd_clean(int argc, char **argv)
         waiting += plan.steps[i].waiting;
     }
     if (!a.c.json)
-        print_plan(&obs, &plan, a.apply, allowed);
+        cli_print_clean_plan(&obs, &plan, a.apply, allowed);
     rc = allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
     if (!a.apply) {
         if (!a.c.json && allowed)

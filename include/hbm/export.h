@@ -78,6 +78,8 @@ typedef struct hbm_exporter_opts {
     hbm_progress_servers *servers; /* borrowed; sampled with each observation; NULL = none */
     const char *audit_path;  /* borrowed; counted into hbmctl_remediations_total; NULL =
                                 hbm_audit_path(NULL) */
+    const char *clean_state; /* borrowed; the policy's state file, whose mtime is its last
+                                run; NULL = HBM_CLEAN_STATE_DEFAULT */
 } hbm_exporter_opts;
 
 typedef struct hbm_exporter hbm_exporter; /* opaque; thread-safe */

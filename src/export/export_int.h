@@ -88,10 +88,12 @@ typedef struct hbm_remedy_log {
     double last_action;   /* unix time of the last counted record; 0 none */
     double last_run;      /* unix time of the last clean or epilog run that acted; 0 none */
     bool readable;        /* the last read succeeded (a missing file is readable: empty) */
+    double policy_run;    /* mtime of the policy's state file: its last run, dry or not; 0 */
 } hbm_remedy_log;
 
-/* Consumes what was appended to path since the last call (at most max bytes). */
-void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max);
+/* Consumes what was appended to path since the last call (at most max bytes), and notes
+ * when the policy last ran from its state file's mtime (state: NULL = the default). */
+void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max, const char *state);
 void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b);
 
 #endif

@@ -70,9 +70,13 @@ static void take(hbm_remedy_log *l, const char *line, size_t n)
     json_decref(r);
 }
 
-void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max)
+void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max, const char *state)
 {
     seed(l);
+    /* Every policy run rewrites its state file, dry runs included (they write no audit). */
+    struct stat ss;
+    l->policy_run = lstat(state ? state : HBM_CLEAN_STATE_DEFAULT, &ss) == 0 &&
+                            S_ISREG(ss.st_mode) ? (double)ss.st_mtime : 0;
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         l->readable = errno == ENOENT; /* no action yet */
@@ -133,6 +137,11 @@ void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b)
                       "do, the Slurm epilog); dry runs write nothing.");
     hbm_export_sample(b, "hbmctl_last_remediation_run_timestamp_seconds", NULL, 0,
                       l->last_run > 0 ? floor(l->last_run) : NAN);
+    hbm_export_family(b, "hbmctl_remediation_policy_last_run_timestamp_seconds", "gauge",
+                      "Unix time of the remediation policy's last run (clean --policy, dry "
+                      "runs included: its state file's mtime); absent before one.");
+    hbm_export_sample(b, "hbmctl_remediation_policy_last_run_timestamp_seconds", NULL, 0,
+                      l->policy_run > 0 ? l->policy_run : NAN);
     hbm_export_family(b, "hbmctl_remediation_audit_log_readable", "gauge",
                       "1 when the audit log was read (or does not exist yet); 0 means the "
                       "remediation counts are not current.");

@@ -4,7 +4,8 @@
 # hbmctl_remediations_total{action="kill",result="done"}, with the last remediation's time,
 # and a real Prometheus scrapes both; a record appended later is counted once (the log is
 # read on by offset), a rotated log is counted on top; promtool accepts the exposition; the
-# fleet view shows the node's last remediation; node-problem-detector's orphaned check clears
+# policy's last run (dry runs included) is served; the fleet view shows the node's last
+# remediation; node-problem-detector's orphaned check clears
 # once the node is clean; the alert rules fire on kept and repeated remediations and not on
 # one clean-up.
 set -u
@@ -20,7 +21,7 @@ remedy_orphan orphan 0
 remedy_scenario "$orphan"
 kill_done='hbmctl_remediations_total{action="kill",result="done"}'
 
-start_exporter x --min-interval 100ms
+start_exporter x --min-interval 100ms --clean-state "$tmp/seen.json"
 check "the exporter started (port ${port_x:-none})" test -n "$port_x"
 curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m0.txt"
 check "before any action the series are served at 0" grep -qxF "$kill_done 0" "$tmp/m0.txt"
@@ -57,6 +58,9 @@ last=$(sed -n 's/^hbmctl_last_remediation_timestamp_seconds \(.*\)$/\1/p' "$tmp/
 check "the last remediation's time is this run's ($last >= $before)" \
     awk -v t="${last:-0}" -v b="$before" 'BEGIN {exit !(t >= b && t <= b + 60)}'
 check "and the last run's time" grep -q '^hbmctl_last_remediation_run_timestamp_seconds [0-9]' "$tmp/m1.txt"
+check "no policy run before it" bash -c "! grep -q '^hbmctl_remediation_policy_last_run_timestamp_seconds' '$tmp/m0.txt'"
+run=$(sed -n 's/^hbmctl_remediation_policy_last_run_timestamp_seconds \(.*\)$/\1/p' "$tmp/m1.txt")
+check "the policy's last run ($run >= $before)" test "${run:-0}" -ge "$before"
 check "Prometheus scrapes the kill" prom_wait "$kill_done" 1
 check "Prometheus has the last remediation's time" \
     prom_wait "hbmctl_last_remediation_timestamp_seconds >= $before" "$last"
@@ -72,6 +76,12 @@ remedy_scenario 0
 # shellcheck disable=SC2086
 "$HBMCTL" $npd_args --backend dcmi >"$tmp/npd2.txt"
 check "NPD's orphaned check is OK (exit 0) once the node is clean: the condition clears" test $? -eq 0
+
+# A dry run writes no audit record, but it is a run of the policy: seen too.
+sleep 1.1
+"$HBMCTL" clean --backend dcmi --policy --state "$tmp/seen.json" >/dev/null
+run2=$(curl -s "http://127.0.0.1:$port_x/metrics" | sed -n 's/^hbmctl_remediation_policy_last_run_timestamp_seconds \(.*\)$/\1/p')
+check "a dry run of the policy moves its last run on ($run2 > $run)" test "${run2:-0}" -gt "${run:-0}"
 
 # Read on by offset: a record appended now is counted once, however many scrapes follow.
 echo '{"event":"clean","action":"shm-unlink","outcome":"kept","unix_time":'"$(date +%s)"'}' >>"$HBMCTL_AUDIT_LOG"
@@ -103,13 +113,20 @@ series = lambda inst, res, vals: {"series": 'hbmctl_remediations_total{instance=
 print(json.dumps({"rule_files": [path], "evaluation_interval": "1m", "tests": [{
     "interval": "1m",
     "input_series": [series("n1", "kept", "0 0 1 1 1"), series("n1", "done", "0 1 1 1 1"),
-                     series("n2", "done", "0 4 8 12 16"), series("n2", "kept", "0 0 0 0 0")],
+                     series("n2", "done", "0 4 8 12 16"), series("n2", "kept", "0 0 0 0 0"),
+                     # n3's policy ran at time 0 and never again; n4's runs every minute
+                     {"series": 'hbmctl_remediation_policy_last_run_timestamp_seconds{instance="n3"}',
+                      "values": "0x45"},
+                     {"series": 'hbmctl_remediation_policy_last_run_timestamp_seconds{instance="n4"}',
+                      "values": "0+60x45"}],
     "alert_rule_test": [
         {"eval_time": "1m", "alertname": "HbmctlRemediationFailed", "exp_alerts": []},
         expect("HbmctlRemediationFailed", "3m", {"instance": "n1", "action": "kill", "result": "kept"}),
         {"eval_time": "1m", "alertname": "HbmctlRemediationRepeated", "exp_alerts": []},
-        expect("HbmctlRemediationRepeated", "4m", {"instance": "n2"})]}]}))
+        expect("HbmctlRemediationRepeated", "4m", {"instance": "n2"}),
+        {"eval_time": "30m", "alertname": "HbmctlRemediationPolicyNotRunning", "exp_alerts": []},
+        expect("HbmctlRemediationPolicyNotRunning", "40m", {"instance": "n3"})]}]}))
 PY
-check "promtool test rules: a kept action alerts, one clean-up does not, repeated ones do" \
+check "promtool test rules: a kept action alerts, one clean-up does not, repeated ones do, a policy that stopped running does" \
     promtool test rules "$tmp/rules_test.yml"
 finish

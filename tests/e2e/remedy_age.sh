@@ -1,9 +1,10 @@
 #!/bin/bash
-# The remediation policy (docs/remediation.md) with real orphans listed by the fake DCMI:
-# an orphan seen as one for less than --min-age waits and an older one is ended; the age is
-# the first sighting kept in the state file, or the process's own age where no state file
-# can be kept; a live holder (its parent alive) and a stuck one (state D) are never
-# signalled, even named; --max-actions defers the rest (exit 1); a dry run changes nothing.
+# The remediation policy (docs/remediation.md) with real orphans listed by the fake DCMI and
+# real stale shared memory (in the test's own IPC namespace and /dev/shm): a leftover seen as
+# one for less than --min-age waits and an older one is ended or removed; the age is the first
+# sighting kept in the state file, or the process's own age where no state file can be kept;
+# a live holder (its parent alive) and a stuck one (state D) are never signalled, even named;
+# --max-actions defers the rest (exit 1); a dry run changes nothing.
 set -u
 . "$HBM_SRC/tests/e2e/lib/remedy.bash"
 remedy_private_shm "$0" "$@"
@@ -108,7 +109,8 @@ for p in "$a" "$b" "$c"; do gone "$p" || alive=$((alive + 1)); done
 check "two of the three orphans are alive" [ "$alive" -eq 2 ]
 "$HBMCTL" clean --backend dcmi --only orphan-holder --max-actions 5 --state "$tmp/rl.json" \
     --apply --yes --grace 2s --settle 0 >/dev/null
-check "the next run takes the deferred ones" bash -c "sleep 1; ! kill -0 $a 2>/dev/null || ! kill -0 $b 2>/dev/null"
+all_gone() { for p in "$@"; do remedy_gone "$p" || return 1; done; }
+check "the next run takes the deferred ones: all three ended" all_gone "$a" "$b" "$c"
 
 # A stuck holder: a real orphan shown in state D through a root-prefix tree (a real D state
 # needs a kernel that does not return). Never a clean step; named with --pid, refused.

@@ -3,11 +3,11 @@
 # (clean --policy --apply) is counted by the exporter from the audit log,
 # hbmctl_remediations_total{action="kill",result="done"}, with the last remediation's time,
 # and a real Prometheus scrapes both; a record appended later is counted once (the log is
-# read on by offset), a rotated log is counted on top; promtool accepts the exposition; the
-# policy's last run (dry runs included) is served; the fleet view shows the node's last
-# remediation; node-problem-detector's orphaned check clears
-# once the node is clean; the alert rules fire on kept and repeated remediations and not on
-# one clean-up.
+# read on by offset), a rotated log is counted on top, a FIFO in its place is refused;
+# promtool accepts the exposition; the policy's last run (dry runs included) is served; the
+# fleet view shows the node's last remediation; node-problem-detector's orphaned check
+# clears once the node is clean; the alert rules fire on kept and repeated remediations and
+# on a policy that stopped running, not on one clean-up.
 set -u
 . "$HBM_SRC/tests/e2e/lib/remedy.bash"
 remedy_private_shm "$0" "$@"

@@ -88,6 +88,7 @@ typedef struct hbm_remedy_log {
     double last_action;   /* unix time of the last counted record; 0 none */
     double last_run;      /* unix time of the last clean or epilog run that acted; 0 none */
     bool readable;        /* the last read succeeded (a missing file is readable: empty) */
+    bool synced;          /* the whole log was read once: the counts are served from then */
     double policy_run;    /* mtime of the policy's state file: its last run, dry or not; 0 */
 } hbm_remedy_log;
 

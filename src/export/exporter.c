@@ -170,7 +170,7 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
     bool is_stale;
     double now = hbm_now_mono();
     body_out(ex, now, &out, &is_stale);
-    hbm_remedy_log_read(&ex->remedy, hbm_audit_path(ex->opts.audit_path), 1 << 20,
+    hbm_remedy_log_read(&ex->remedy, hbm_audit_path(ex->opts.audit_path), 4 << 20,
                         ex->opts.clean_state);
     hbm_remedy_log_render(&ex->remedy, &out);
     hbm_export_family(&out, "hbmctl_exporter_info", "gauge",

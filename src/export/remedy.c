@@ -80,6 +80,7 @@ void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max, const 
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
         l->readable = errno == ENOENT; /* no action yet */
+        l->synced |= l->readable;
         return;
     }
     struct stat st;
@@ -109,21 +110,27 @@ void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max, const 
     /* A line longer than a whole chunk is no record hbmctl wrote: skip it. */
     if (got > 0 && used == 0 && (size_t)got == max)
         used = (size_t)got;
+    /* Read to the end (a last line still being written aside): the counts are whole. */
+    if (got >= 0 && l->off + (uint64_t)got >= (uint64_t)st.st_size)
+        l->synced = true;
     l->off += used;
     free(buf);
 }
 
+/* Until the whole log was read once (4 MiB a scrape), the counts and times are left out:
+ * served low they would look like a counter reset to Prometheus, and the climb back like a
+ * burst of remediations. */
 void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b)
 {
     hbm_export_family(b, "hbmctl_remediations_total", "counter",
                       "Actions recorded in the audit log (clean --apply, the Slurm epilog), by "
                       "action (kill, sysv-rmid, shm-unlink) and result (done; kept: found no "
                       "longer safe, or failed), since the log began.");
-    for (size_t i = 0; i < l->nc; i++) {
+    for (size_t i = 0; l->synced && i < l->nc; i++) {
         hbm_export_label lb[2] = {{"action", l->c[i].action}, {"result", l->c[i].result}};
         hbm_export_sample(b, "hbmctl_remediations_total", lb, 2, (double)l->c[i].n);
     }
-    if (l->other) {
+    if (l->synced && l->other) {
         hbm_export_label lb[2] = {{"action", "other"}, {"result", "other"}};
         hbm_export_sample(b, "hbmctl_remediations_total", lb, 2, (double)l->other);
     }
@@ -131,12 +138,12 @@ void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b)
     hbm_export_family(b, "hbmctl_last_remediation_timestamp_seconds", "gauge",
                       "Unix time of the last action in the audit log (absent before one).");
     hbm_export_sample(b, "hbmctl_last_remediation_timestamp_seconds", NULL, 0,
-                      l->last_action > 0 ? floor(l->last_action) : NAN);
+                      l->synced && l->last_action > 0 ? floor(l->last_action) : NAN);
     hbm_export_family(b, "hbmctl_last_remediation_run_timestamp_seconds", "gauge",
                       "Unix time of the last run that acted (clean --apply with something to "
                       "do, the Slurm epilog); dry runs write nothing.");
     hbm_export_sample(b, "hbmctl_last_remediation_run_timestamp_seconds", NULL, 0,
-                      l->last_run > 0 ? floor(l->last_run) : NAN);
+                      l->synced && l->last_run > 0 ? floor(l->last_run) : NAN);
     hbm_export_family(b, "hbmctl_remediation_policy_last_run_timestamp_seconds", "gauge",
                       "Unix time of the remediation policy's last run (clean --policy, dry "
                       "runs included: its state file's mtime); absent before one.");

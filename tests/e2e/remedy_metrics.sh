@@ -92,6 +92,25 @@ mv "$HBMCTL_AUDIT_LOG" "$HBMCTL_AUDIT_LOG.1"
 echo '{"event":"clean","action":"kill","outcome":"done","unix_time":'"$(date +%s)"'}' >"$HBMCTL_AUDIT_LOG"
 curl -s "http://127.0.0.1:$port_x/metrics" >"$tmp/m3.txt"
 check "a rotated log is counted on top" grep -qxF "$kill_done 2" "$tmp/m3.txt"
+# A log longer than one scrape reads (4 MiB): its counts are left out until it is read to
+# the end, never served low (Prometheus would see a reset, then a burst).
+python3 - "$tmp/big.jsonl" <<'PY'
+import json, sys
+rec = {"event": "clean", "action": "kill", "outcome": "done", "finding": "orphan-holder",
+       "detail": "SIGTERM sent to pid 2871044; it exited" + " " * 200}
+with open(sys.argv[1], "w") as f:
+    for i in range(20000):
+        f.write(json.dumps(dict(rec, unix_time=1796395000 + i)) + "\n")
+PY
+start_exporter big --audit-log "$tmp/big.jsonl"
+curl -s "http://127.0.0.1:$port_big/metrics" >"$tmp/big1.txt"
+check "a log longer than one read: no count served at first" \
+    bash -c "! grep -q '^hbmctl_remediations_total' '$tmp/big1.txt'"
+check "but the family is" grep -q '^# TYPE hbmctl_remediations_total counter' "$tmp/big1.txt"
+for _ in 1 2 3; do curl -s "http://127.0.0.1:$port_big/metrics" >"$tmp/big2.txt"; done
+check "read to the end, the whole count ($(du -k "$tmp/big.jsonl" | cut -f1) KiB log)" \
+    grep -qxF "$kill_done 20000" "$tmp/big2.txt"
+
 mkfifo "$tmp/fifo"
 start_exporter fifo --audit-log "$tmp/fifo"
 check "a FIFO in the audit log's place is refused, not waited on" \

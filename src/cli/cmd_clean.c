@@ -16,9 +16,12 @@ static const char about[] =
     "  SysV segments: removed only when nobody attaches them and their creator and\n"
     "    last user are dead;\n"
     "  /dev/shm objects: removed only when no process maps or holds them.\n"
-    "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
-    "unless named with --pid. Then it observes again and reports per device the\n"
-    "memory released. --apply appends a record per action to the audit log\n"
+    "Never PID 1, never hbmctl's ancestors, never a process stuck in the kernel\n"
+    "(state D), never a process in a running container unless named with --pid.\n"
+    "--policy is the unattended remediation (docs/remediation.md): only what has\n"
+    "been a leftover for --min-age, at most --max-actions a run.\n"
+    "Then it observes again and reports per device the memory released.\n"
+    "--apply appends a record per action to the audit log\n"
     "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n"
     "With no device source it handles the host objects alone and says so first.\n";
 

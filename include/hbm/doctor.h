@@ -107,7 +107,18 @@ typedef struct hbm_clean_opts {
     const char *command;     /* recorded in the audit log, e.g. "hbmctl clean --apply" */
     const char *only;        /* --only: comma-separated finding ids whose actions the plan
                                 takes (named pids aside); NULL = all */
+    double min_age_s;        /* --min-age: a leftover younger than this waits; < 0 none */
+    long max_actions;        /* --max-actions: steps done per run, the rest deferred; <= 0
+                                no limit */
+    const char *state_path;  /* where each leftover's first sighting is kept between runs
+                                (hbm_clean_policy); NULL = HBM_CLEAN_STATE_DEFAULT */
 } hbm_clean_opts;
+
+#define HBM_CLEAN_STATE_DEFAULT "/run/hbmctl/clean-seen.json"
+/* The policy spelling (clean --policy): what may be touched unattended and when. */
+#define HBM_CLEAN_POLICY_ONLY "orphan-holder,stale-sysv-shm,stale-posix-shm"
+#define HBM_CLEAN_POLICY_MIN_AGE 600.0
+#define HBM_CLEAN_POLICY_MAX_ACTIONS 5
 
 /* The first comma-separated word of list that is no finding id with a clean action (into
  * bad, "" when every word is one). Returns true when all are. */
@@ -122,6 +133,11 @@ typedef struct hbm_clean_step {
     bool done;               /* performed (apply) */
     bool failed;
     char result[300];        /* what happened */
+    double age_s;            /* how long it has been a leftover (hbm_clean_policy); NAN unknown */
+    const char *age_basis;   /* static: "first seen", "process start", "segment ctime",
+                                "file mtime"; NULL unknown */
+    bool waiting;            /* kept because younger than min_age (not a safety refusal) */
+    bool deferred;           /* kept by max_actions: the next run takes it */
 } hbm_clean_step;
 
 typedef struct hbm_clean_plan {
@@ -136,6 +152,24 @@ typedef struct hbm_clean_plan {
 void hbm_clean_plan_make(const hbm_obs *obs, const hbm_findings *f, const hbm_clean_opts *opts,
                          hbm_clean_plan *plan);
 void hbm_clean_plan_free(hbm_clean_plan *plan);
+
+/* The remediation policy on a plan: each allowed step's age (how long it has been seen as a
+ * leftover, from the state file at opts->state_path, which it updates: one record per
+ * leftover, pid + start time, segment id + key + ctime, /dev/shm path + inode; where the
+ * file cannot be kept, the process's start, the segment's ctime or dtime, the file's
+ * mtime), then steps younger than min_age_s wait and those past max_actions (youngest
+ * first) are deferred; both are no longer allowed. Returns 0, or -1 with err saying why
+ * the state file could not be kept (the ages then come from the objects themselves). */
+int hbm_clean_policy(const hbm_obs *obs, hbm_clean_plan *plan, const hbm_clean_opts *opts,
+                     double now, hbm_err *err);
+/* True when every device on which a step ended a process shows less memory in after than
+ * in before (drivers free memory asynchronously: clean observes again until then). */
+bool hbm_clean_settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan);
+/* Per device of before: [{device, before_bytes, after_bytes, released_bytes}], null where
+ * not known (clean --json's "released"). */
+json_t *hbm_clean_released(const hbm_obs *before, const hbm_obs *after);
+/* The steps as JSON (clean --json's "steps"). */
+json_t *hbm_clean_steps_json(const hbm_clean_plan *plan);
 
 /* Performs every allowed step, re-checking each object right before acting (start time;
  * SysV nattch, creator and last user; /dev/shm holders), appending one audit record per

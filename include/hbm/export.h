@@ -76,6 +76,10 @@ typedef struct hbm_exporter_opts {
     const char *lease_dir;   /* borrowed; NULL = hbm_lease_dir(NULL) */
     hbm_leak_params leak;    /* leak detector parameters (threshold included) */
     hbm_progress_servers *servers; /* borrowed; sampled with each observation; NULL = none */
+    const char *audit_path;  /* borrowed; counted into hbmctl_remediations_total; NULL =
+                                hbm_audit_path(NULL) */
+    const char *clean_state; /* borrowed; the policy's state file, whose mtime is its last
+                                run; NULL = HBM_CLEAN_STATE_DEFAULT */
 } hbm_exporter_opts;
 
 typedef struct hbm_exporter hbm_exporter; /* opaque; thread-safe */

@@ -71,6 +71,7 @@ typedef struct hbm_fleet_node {
     size_t ndevs;
     hbm_fleet_finding *findings;
     size_t nfindings;
+    double last_remediation; /* unix time of its last clean-up action (audit log); 0 none */
 } hbm_fleet_node;
 
 typedef struct hbm_fleet {
@@ -93,6 +94,7 @@ enum {
     HBM_FQ_PROC_MEM,
     HBM_FQ_PROC_LEAK,
     HBM_FQ_FINDINGS,
+    HBM_FQ_REMEDY,   /* the last remediation's time, per node */
     HBM_FQ_COUNT
 };
 /* The PromQL of query q narrowed by selector (label matchers without braces, "" none). */

@@ -125,3 +125,52 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs)
                                                 : x->action.text);
     }
 }
+
+/* Per device: memory before and after, as hbm_clean_released gives them. */
+void cli_print_released(const json_t *rel)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(rel, i, e) {
+        const json_t *dev = json_object_get(e, "device"), *r = json_object_get(e, "released_bytes");
+        int64_t b = json_is_integer(json_object_get(e, "before_bytes"))
+                        ? json_integer_value(json_object_get(e, "before_bytes")) : HBM_UNKNOWN;
+        int64_t n = json_is_integer(json_object_get(e, "after_bytes"))
+                        ? json_integer_value(json_object_get(e, "after_bytes")) : HBM_UNKNOWN;
+        int64_t rb = json_is_integer(r) ? json_integer_value(r) : 0;
+        char sb[32], sn[32], sr[32];
+        printf("  %-7lld %12s -> %-12s %s%s\n",
+               json_is_integer(dev) ? (long long)json_integer_value(dev) : -1LL,
+               cli_size(sb, sizeof sb, b), cli_size(sn, sizeof sn, n),
+               !json_is_integer(r) ? "unknown" : cli_size(sr, sizeof sr, rb > 0 ? rb : 0),
+               rb > 0 ? " released" : "");
+    }
+}
+
+void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
+                       size_t allowed)
+{
+    cli_print_skipped(stdout, "", obs);
+    size_t waiting = 0, deferred = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        waiting += plan->steps[i].waiting;
+        deferred += plan->steps[i].deferred;
+    }
+    printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
+    if (plan->n > allowed + waiting + deferred)
+        printf(", %zu kept by safety rules", plan->n - allowed - waiting - deferred);
+    if (waiting)
+        printf(", %zu under --min-age", waiting);
+    if (deferred)
+        printf(", %zu deferred by --max-actions", deferred);
+    printf("\n");
+    for (size_t i = 0; i < plan->n; i++) {
+        const hbm_clean_step *s = &plan->steps[i];
+        char label[64];
+        snprintf(label, sizeof label, "  %s %s",
+                 s->allowed ? (apply ? "do  " : "would")
+                 : s->waiting ? "wait" : s->deferred ? "defer" : "keep",
+                 s->finding_id);
+        cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
+    }
+}

@@ -1,4 +1,4 @@
-/* Human rendering of doctor findings, shared by `doctor` and `clean`. */
+/* Human rendering of doctor findings, shared by `doctor` and `clean`, and of clean's plan. */
 #ifndef HBM_CLI_FINDINGS_H
 #define HBM_CLI_FINDINGS_H
 
@@ -17,5 +17,12 @@ void cli_print_findings(FILE *f, const hbm_obs *obs, const hbm_findings *fs);
 void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs);
 /* "partial input: WHY" when the source was a fragment (a cut paste), else nothing. */
 void cli_print_partial(FILE *f, const char *prefix, const hbm_obs *obs);
+
+/* clean's plan: one line per step (do / would / keep / wait / defer) and what it does or why
+ * not; allowed is the number of steps it may take. */
+void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
+                          size_t allowed);
+/* The per-device table of hbm_clean_released's answer. */
+void cli_print_released(const json_t *rel);
 
 #endif

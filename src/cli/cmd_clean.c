@@ -16,9 +16,12 @@ static const char about[] =
     "  SysV segments: removed only when nobody attaches them and their creator and\n"
     "    last user are dead;\n"
     "  /dev/shm objects: removed only when no process maps or holds them.\n"
-    "Never PID 1, never hbmctl's ancestors, never a process in a running container\n"
-    "unless named with --pid. Then it observes again and reports per device the\n"
-    "memory released. --apply appends a record per action to the audit log\n"
+    "Never PID 1, never hbmctl's ancestors, never a process stuck in the kernel\n"
+    "(state D), never a process in a running container unless named with --pid.\n"
+    "--policy is the unattended remediation (docs/remediation.md): only what has\n"
+    "been a leftover for --min-age, at most --max-actions a run.\n"
+    "Then it observes again and reports per device the memory released.\n"
+    "--apply appends a record per action to the audit log\n"
     "(JSON lines; a dry run writes nothing). --apply acts on the live host only.\n"
     "With no device source it handles the host objects alone and says so first.\n";
 
@@ -26,14 +29,15 @@ static const char exits[] =
     "exit: 0 nothing to do, or every action done; 1 a dry run with something to\n"
     "      do, a step kept by the safety rules (the problem stays: its reason is\n"
     "      printed), an action kept when checked again (no longer safe) or failed,\n"
-    "      or the question answered no;\n"
+    "      or the question answered no, or a step deferred by --max-actions (a\n"
+    "      step under --min-age alone is no failure);\n"
     "      2 could not look, bad option, or could not write the audit log (then\n"
     "      nothing is done)\n";
 
 /* What the command line asks of clean. */
 typedef struct clean_args {
     cli_common c;
-    bool apply, yes;
+    bool apply, yes, policy;
     hbm_clean_opts copts;
     int *pids;
     size_t npids;
@@ -60,6 +64,8 @@ static int parse(clean_args *a, int argc, char **argv)
     cli_common_init(&a->c);
     a->copts.grace_s = 10.0;
     a->settle = 5.0;
+    a->copts.min_age_s = -1;
+    a->copts.max_actions = -1;
     const cli_opt opts[] = {
         CLI_OPT(CLI_FLAG, "apply", 0, NULL, &a->apply,
                 "perform the actions; asks first when stdin is a terminal,\n"
@@ -76,6 +82,18 @@ static int parse(clean_args *a, int argc, char **argv)
         CLI_OPT(CLI_STRING, "only", 0, "IDS", &a->copts.only,
                 "act only on these findings (comma-separated ids, e.g.\n"
                 "orphan-holder,stale-sysv-shm); --pid holders still count"),
+        CLI_OPT(CLI_DURATION, "min-age", 0, "DURATION", &a->copts.min_age_s,
+                "act only on a leftover seen as one for this long (first\n"
+                "sighting kept in --state; default none, 10m with --policy)"),
+        CLI_OPT(CLI_COUNT, "max-actions", 0, "N", &a->copts.max_actions,
+                "do at most N actions this run, oldest leftovers first; the\n"
+                "rest are deferred (default no limit, 5 with --policy)", .min = 1),
+        CLI_OPT(CLI_FLAG, "policy", 0, NULL, &a->policy,
+                "the unattended policy: --only " HBM_CLEAN_POLICY_ONLY "\n"
+                "--min-age 10m --max-actions 5 unless given"),
+        CLI_OPT(CLI_STRING, "state", 0, "FILE", &a->copts.state_path,
+                "first sightings kept between runs for --min-age\n"
+                "(default " HBM_CLEAN_STATE_DEFAULT ")"),
         CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n"
                 HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)"),
@@ -87,6 +105,12 @@ static int parse(clean_args *a, int argc, char **argv)
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
     };
     int rc = cli_parse_options(&spec, argc, argv);
+    if (a->policy && !a->copts.only)
+        a->copts.only = HBM_CLEAN_POLICY_ONLY;
+    if (a->policy && a->copts.min_age_s < 0)
+        a->copts.min_age_s = HBM_CLEAN_POLICY_MIN_AGE;
+    if (a->policy && a->copts.max_actions < 0)
+        a->copts.max_actions = HBM_CLEAN_POLICY_MAX_ACTIONS;
     char bad[64];
     if (rc == CLI_CONTINUE && a->copts.only && !hbm_clean_only_ok(a->copts.only, bad, sizeof bad)) {
         cli_errorf("--only: '%s' is not a finding id that clean acts on (hbmctl doctor "
@@ -100,56 +124,12 @@ static int parse(clean_args *a, int argc, char **argv)
     return rc;
 }
 
-static json_t *steps_json(const hbm_clean_plan *p)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < p->n; i++) {
-        const hbm_clean_step *s = &p->steps[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "finding", json_string(s->finding_id));
-        json_object_set_new(o, "device", s->device < 0 ? json_null() : json_integer(s->device));
-        json_object_set_new(o, "action", json_string(hbm_action_kind_name(s->action.kind)));
-        json_object_set_new(o, "text", json_string(s->action.text));
-        json_object_set_new(o, "allowed", json_boolean(s->allowed));
-        json_object_set_new(o, "why", s->allowed ? json_null() : json_string(s->why));
-        json_object_set_new(o, "done", json_boolean(s->done));
-        json_object_set_new(o, "result", s->result[0] ? json_string(s->result) : json_null());
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
 /* Where the devices came from; backend "none" says the device checks were skipped. */
 static void add_source(json_t *j, const hbm_obs *obs)
 {
     json_object_set_new(j, "backend", json_string(obs->backend));
     json_object_set_new(j, "backend_why",
                         obs->backend_why[0] ? json_string(obs->backend_why) : json_null());
-}
-
-/* True when every device on which a process was ended shows less memory than before. */
-static bool settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan)
-{
-    for (size_t i = 0; i < plan->n; i++) {
-        const hbm_clean_step *s = &plan->steps[i];
-        if (!s->done || s->action.kind != HBM_ACT_KILL)
-            continue;
-        for (size_t d = 0; d < before->ndevs; d++) {
-            const hbm_device *b = &before->devs[d];
-            bool listed = false;
-            for (size_t k = 0; k < b->nprocs; k++)
-                listed |= b->procs[k].pid == s->action.pid;
-            if (!listed)
-                continue;
-            for (size_t e = 0; e < after->ndevs; e++) {
-                const hbm_device *a = &after->devs[e];
-                if (a->vendor == b->vendor && a->index == b->index && a->chip == b->chip &&
-                    a->memory_used_bytes >= b->memory_used_bytes)
-                    return false;
-            }
-        }
-    }
-    return true;
 }
 
 static bool ask(void)
@@ -163,55 +143,6 @@ static bool ask(void)
     return line[0] == 'y' || line[0] == 'Y';
 }
 
-/* Per device: memory before and after, by user id. */
-static json_t *released(const hbm_obs *before, const hbm_obs *after, bool print)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < before->ndevs; i++) {
-        const hbm_device *d = &before->devs[i];
-        int64_t uid = hbm_device_user_id(d);
-        const hbm_device *e = NULL;
-        for (size_t j = 0; j < after->ndevs; j++)
-            if (after->devs[j].index == d->index && after->devs[j].chip == d->chip &&
-                after->devs[j].vendor == d->vendor)
-                e = &after->devs[j];
-        int64_t b = d->memory_used_bytes, n = e ? e->memory_used_bytes : HBM_UNKNOWN;
-        bool known = b >= 0 && n >= 0;
-        int64_t r = known ? b - n : 0;
-        json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "device",
-                                           uid < 0 ? json_null() : json_integer(uid),
-                                           "before_bytes", b < 0 ? json_null() : json_integer(b),
-                                           "after_bytes", n < 0 ? json_null() : json_integer(n),
-                                           "released_bytes",
-                                           known ? json_integer(r) : json_null()));
-        if (print) {
-            char sb[32], sn[32], sr[32];
-            printf("  %-7lld %12s -> %-12s %s%s\n", (long long)uid, cli_size(sb, sizeof sb, b),
-                   cli_size(sn, sizeof sn, n),
-                   !known ? "unknown" : cli_size(sr, sizeof sr, r > 0 ? r : 0),
-                   r > 0 ? " released" : "");
-        }
-    }
-    return a;
-}
-
-static void print_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
-                       size_t allowed)
-{
-    cli_print_skipped(stdout, "", obs);
-    printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
-    if (plan->n > allowed)
-        printf(", %zu kept by safety rules", plan->n - allowed);
-    printf("\n");
-    for (size_t i = 0; i < plan->n; i++) {
-        const hbm_clean_step *s = &plan->steps[i];
-        char label[64];
-        snprintf(label, sizeof label, "  %s %s", s->allowed ? (apply ? "do  " : "would") : "keep",
-                 s->finding_id);
-        cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
-    }
-}
-
 /* The JSON answer; rel (owned) and audit only after --apply acted. */
 static void print_json(bool dry_run, const hbm_obs *obs, const hbm_clean_plan *plan,
                        json_t *rel, const char *audit)
@@ -219,7 +150,7 @@ static void print_json(bool dry_run, const hbm_obs *obs, const hbm_clean_plan *p
     json_t *j = json_object();
     json_object_set_new(j, "dry_run", json_boolean(dry_run));
     add_source(j, obs);
-    json_object_set_new(j, "steps", steps_json(plan));
+    json_object_set_new(j, "steps", hbm_clean_steps_json(plan));
     if (audit) {
         json_object_set_new(j, "released", rel ? rel : json_null());
         json_object_set_new(j, "audit_log", json_string(audit));
@@ -238,7 +169,7 @@ static json_t *observe_after(const clean_args *a, const hbm_obs *obs,
     double until = hbm_now_mono() + a->settle;
     int orc;
     while ((orc = hbm_observe(&after, &a->c.src, &err)) == 0 && hbm_now_mono() < until &&
-           !settled(obs, &after, plan)) {
+           !hbm_clean_settled(obs, &after, plan)) {
         hbm_obs_free(&after);
         usleep(500 * 1000);
     }
@@ -253,7 +184,9 @@ static json_t *observe_after(const clean_args *a, const hbm_obs *obs,
     else if (!a->c.json)
         printf("device memory after clean:\n  %-7s %12s    %-12s %s\n", "DEVICE", "BEFORE",
                "AFTER", "RELEASED");
-    json_t *rel = released(obs, &after, !a->c.json);
+    json_t *rel = hbm_clean_released(obs, &after);
+    if (!a->c.json)
+        cli_print_released(rel);
     hbm_obs_free(&after);
     return rel;
 }
@@ -331,11 +264,18 @@ int cmd_clean(int argc, char **argv)
     hbm_doctor_findings(&obs, NULL, &f);
     hbm_clean_plan plan;
     hbm_clean_plan_make(&obs, &f, &a.copts, &plan);
-    size_t allowed = 0;
-    for (size_t i = 0; i < plan.n; i++)
+    hbm_err perr = {{0}};
+    if ((a.copts.min_age_s >= 0 || a.copts.max_actions > 0) &&
+        hbm_clean_policy(&obs, &plan, &a.copts, hbm_now_wall(), &perr) < 0)
+        fprintf(stderr, "hbmctl: state file not kept (%s): ages are the leftovers' own "
+                "(process start, segment time, file mtime)\n", perr.msg);
+    size_t allowed = 0, waiting = 0;
+    for (size_t i = 0; i < plan.n; i++) {
         allowed += plan.steps[i].allowed;
+        waiting += plan.steps[i].waiting;
+    }
     if (!a.c.json)
-        print_plan(&obs, &plan, a.apply, allowed);
+        cli_print_clean_plan(&obs, &plan, a.apply, allowed);
     rc = allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
     if (!a.apply) {
         if (!a.c.json && allowed)
@@ -350,9 +290,10 @@ int cmd_clean(int argc, char **argv)
     } else if (a.c.json) {
         print_json(false, &obs, &plan, NULL, NULL);
     }
-    /* A step the safety rules kept leaves its problem (an orphan holding memory) in place:
-     * never a success. */
-    if (rc == CLI_EXIT_OK && allowed < plan.n)
+    /* A step the safety rules kept or --max-actions deferred leaves its problem (an orphan
+     * holding memory) in place: never a success. One under --min-age is the policy's own
+     * choice. */
+    if (rc == CLI_EXIT_OK && allowed + waiting < plan.n)
         rc = CLI_EXIT_PROBLEM;
     hbm_clean_plan_free(&plan);
     hbm_findings_free(&f);

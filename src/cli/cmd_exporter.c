@@ -110,6 +110,12 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
                 .words = "80% 90% 95%"),
         CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &xo.lease_dir,
                 "lease directory (default /run/hbmctl, env HBMCTL_LEASE_DIR)"),
+        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &xo.audit_path,
+                "audit log counted into hbmctl_remediations_total (default\n"
+                "$HBMCTL_AUDIT_LOG, else " HBM_AUDIT_DEFAULT_PATH ")"),
+        CLI_OPT(CLI_STRING, "clean-state", 0, "FILE", &xo.clean_state,
+                "the remediation policy's state file: its mtime is its last\n"
+                "run (default " HBM_CLEAN_STATE_DEFAULT ")"),
         CLI_OPT(CLI_STRING, "web-config", 0, "FILE", &web_config,
                 "TLS and basic auth, in the exporter toolkit's format:\n"
                 "tls_server_config {cert_file, key_file},\n"

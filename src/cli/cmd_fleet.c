@@ -98,6 +98,11 @@ static void print_text(const hbm_fleet *f)
                    x->device[0] ? " (device " : "", x->device, x->device[0] ? ")" : "",
                    (long long)x->count);
         }
+        if (n->last_remediation > 0) {
+            time_t lt = (time_t)n->last_remediation;
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&lt, &tm));
+            printf("%-24s   last clean-up %s\n", "", when);
+        }
     }
 }
 
@@ -168,7 +173,7 @@ int cmd_fleet(int argc, char **argv)
         .cmd = "fleet", .usage = "--prometheus URL [--selector MATCHERS] [OPTIONS]",
         .about = about, .opts = opts, .groups = CLI_G_JSON, .common = &common,
         .json_help = "{prometheus, at, nodes: [{instance, hostname, stale,\n"
-                     "devices: [...], findings: [...]}]} (docs/fleet.md)",
+                     "devices: [...], findings: [...], last_remediation}]} (docs/fleet.md)",
         .exits = "exit: 0 every node clean, 1 a device ORPHANED, UNACCOUNTED or UNHEALTHY, a\n"
                  "      critical finding, or a stale node; 2 Prometheus unreachable, its answer\n"
                  "      unreadable or late, no hbmctl exporter matching, or bad usage\n",

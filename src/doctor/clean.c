@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ static hbm_clean_step *add_step(hbm_clean_plan *p)
     hbm_clean_step *s = &p->steps[p->n++];
     memset(s, 0, sizeof *s);
     s->allowed = true;
+    s->age_s = NAN;
     return s;
 }
 
@@ -52,6 +54,12 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
+    } else if (hp && hp->state == 'D') {
+        /* A signal waits until the kernel call returns; sending one proves nothing. */
+        s->allowed = false;
+        snprintf(s->why, sizeof s->why, "pid %d is stuck in the kernel (state D%s%s): a signal "
+                 "does nothing until the call returns; never signalled", pid,
+                 hp->wchan[0] ? ", in " : "", hp->wchan);
     } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
         s->allowed = false;
         bool unknown = !strcmp(hp->container_state, "unknown");
@@ -424,4 +432,51 @@ int hbm_clean_apply(hbm_clean_plan *plan, const hbm_clean_opts *o, hbm_err *err)
         json_decref(r);
     }
     return rc < 0 ? -1 : bad;
+}
+
+bool hbm_clean_settled(const hbm_obs *before, const hbm_obs *after, const hbm_clean_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++) {
+        const hbm_clean_step *s = &plan->steps[i];
+        if (!s->done || s->action.kind != HBM_ACT_KILL)
+            continue;
+        for (size_t d = 0; d < before->ndevs; d++) {
+            const hbm_device *b = &before->devs[d];
+            bool listed = false;
+            for (size_t k = 0; k < b->nprocs; k++)
+                listed |= b->procs[k].pid == s->action.pid;
+            if (!listed)
+                continue;
+            for (size_t e = 0; e < after->ndevs; e++) {
+                const hbm_device *a = &after->devs[e];
+                if (a->vendor == b->vendor && a->index == b->index && a->chip == b->chip &&
+                    a->memory_used_bytes >= b->memory_used_bytes)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+json_t *hbm_clean_released(const hbm_obs *before, const hbm_obs *after)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < before->ndevs; i++) {
+        const hbm_device *d = &before->devs[i];
+        int64_t uid = hbm_device_user_id(d);
+        const hbm_device *e = NULL;
+        for (size_t j = 0; j < after->ndevs; j++)
+            if (after->devs[j].index == d->index && after->devs[j].chip == d->chip &&
+                after->devs[j].vendor == d->vendor)
+                e = &after->devs[j];
+        int64_t b = d->memory_used_bytes, n = e ? e->memory_used_bytes : HBM_UNKNOWN;
+        bool known = b >= 0 && n >= 0;
+        json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o}", "device",
+                                           uid < 0 ? json_null() : json_integer(uid),
+                                           "before_bytes", b < 0 ? json_null() : json_integer(b),
+                                           "after_bytes", n < 0 ? json_null() : json_integer(n),
+                                           "released_bytes",
+                                           known ? json_integer(b - n) : json_null()));
+    }
+    return a;
 }

@@ -70,4 +70,31 @@ int hbm_auth_submit(hbm_auth *a, const hbm_auth_creds *c, const void *id, size_t
  * work for an unknown user as for a known one; a success enters the cache. */
 bool hbm_auth_verify(hbm_auth *a, const hbm_auth_creds *c);
 
+/* Remediations counted from the audit log every --apply appends to (docs/remediation.md):
+ * read incrementally by offset, a bounded chunk per scrape, never waiting on the file. */
+#define HBM_REMEDY_KINDS 8
+
+typedef struct hbm_remedy_count {
+    char action[24], result[16];
+    uint64_t n;
+} hbm_remedy_count;
+
+typedef struct hbm_remedy_log {
+    uint64_t dev, ino;    /* the file read so far: another one (rotation) starts at 0 */
+    uint64_t off;         /* bytes consumed: up to the last whole line */
+    hbm_remedy_count c[HBM_REMEDY_KINDS * 4];
+    size_t nc;
+    uint64_t other;       /* records with an action and outcome beyond the table */
+    double last_action;   /* unix time of the last counted record; 0 none */
+    double last_run;      /* unix time of the last clean or epilog run that acted; 0 none */
+    bool readable;        /* the last read succeeded (a missing file is readable: empty) */
+    bool synced;          /* the whole log was read once: the counts are served from then */
+    double policy_run;    /* mtime of the policy's state file: its last run, dry or not; 0 */
+} hbm_remedy_log;
+
+/* Consumes what was appended to path since the last call (at most max bytes), and notes
+ * when the policy last ran from its state file's mtime (state: NULL = the default). */
+void hbm_remedy_log_read(hbm_remedy_log *l, const char *path, size_t max, const char *state);
+void hbm_remedy_log_render(const hbm_remedy_log *l, hbm_export_buf *b);
+
 #endif

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hbm/export.h"
+#include "export/export_int.h"
+#include "hbm/audit.h"
 
 struct hbm_exporter {
     hbm_exporter_opts opts;
@@ -25,6 +26,7 @@ struct hbm_exporter {
     double ok_at;          /* monotonic time of the last one that succeeded; 0 = none */
     char error[1024];      /* why it did not */
     uint64_t scrapes, observations, errors;
+    hbm_remedy_log remedy; /* the audit log's actions, read on by each scrape */
 };
 
 hbm_exporter *hbm_exporter_new(const hbm_exporter_opts *opts)
@@ -168,6 +170,9 @@ char *hbm_exporter_metrics(hbm_exporter *ex, size_t *len)
     bool is_stale;
     double now = hbm_now_mono();
     body_out(ex, now, &out, &is_stale);
+    hbm_remedy_log_read(&ex->remedy, hbm_audit_path(ex->opts.audit_path), 4 << 20,
+                        ex->opts.clean_state);
+    hbm_remedy_log_render(&ex->remedy, &out);
     hbm_export_family(&out, "hbmctl_exporter_info", "gauge",
                       "The exporter: version and backend asked for; value 1.");
     hbm_export_label info[2] = {{"version", HBM_VERSION},

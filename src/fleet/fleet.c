@@ -23,6 +23,7 @@ static const struct {
     [HBM_FQ_PROC_MEM] = {"hbmctl_process_memory_bytes{%s}", 1},
     [HBM_FQ_PROC_LEAK] = {"hbmctl_process_memory_leak{%s}", 1},
     [HBM_FQ_FINDINGS] = {"hbmctl_findings{%s}", 1},
+    [HBM_FQ_REMEDY] = {"hbmctl_last_remediation_timestamp_seconds{%s}", 1},
 };
 
 void hbm_fleet_query(int q, const char *sel, char *buf, size_t n)
@@ -47,7 +48,10 @@ const char *const *hbm_fleet_labels(int q)
                                        "container", "exported_namespace", "exported_pod",
                                        "exported_container", NULL};
     static const char *const finding[] = {"instance", "id", "severity", "device", NULL};
+    static const char *const node[] = {"instance", NULL};
     switch (q) {
+    case HBM_FQ_REMEDY:
+        return node;
     case HBM_FQ_UP:
         return up;
     case HBM_FQ_SOURCE:
@@ -402,6 +406,12 @@ void hbm_fleet_add(hbm_fleet *f, int q, const hbm_fleet_prom_vec *v)
         processes(f, v, q);
     } else if (q == HBM_FQ_FINDINGS) {
         findings(f, v);
+    } else if (q == HBM_FQ_REMEDY) {
+        for (size_t i = 0; i < v->n; i++) {
+            hbm_fleet_node *nd = node_of(f, &v->s[i], false);
+            if (nd && isfinite(v->s[i].value) && v->s[i].value > nd->last_remediation)
+                nd->last_remediation = v->s[i].value;
+        }
     } else if (q > HBM_FQ_SOURCE && q < HBM_FQ_COUNT) {
         devices(f, v, q);
     }
@@ -553,6 +563,9 @@ json_t *hbm_fleet_node_json(const hbm_fleet_node *n)
     }
     json_object_set_new(no, "devices", ds);
     json_object_set_new(no, "findings", fs);
+    json_object_set_new(no, "last_remediation", n->last_remediation > 0
+                                                    ? json_integer((json_int_t)n->last_remediation)
+                                                    : json_null());
     return no;
 }
 

@@ -6,7 +6,7 @@
 # container by signalling what its cgroups hold (runc kill --all) and, with a private PID
 # namespace, by the namespace's init dying; a worker in the host's PID namespace (--pid host)
 # that left the container's cgroups is missed by both and keeps the device open. Here a child
-# opens the fake /dev/davinci0 (a character device mapped in with --device), writes itself to
+# opens the fake /dev/hbmtest0 (a character device mapped in with --device), writes itself to
 # the root cgroup of every v1 hierarchy and sleeps; the fake DCMI driver lists it on chip 0
 # with memory it frees when the process exits. The hook must end such a child at podman rm -f,
 # at podman stop and when the container exits by itself, and keep what a running container
@@ -18,6 +18,10 @@ command -v podman >/dev/null || { echo "SKIP: podman is not installed"; exit 77;
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (rootful podman, mknod)"; exit 77; }
 scratch KILL
 fake_dcmi
+# The containers' device is /dev/hbmtest0, matched by this pattern alone: a test running beside
+# this one (default patterns: /dev/davinci* and the like) must not see it held, or its own
+# holders, which hold no device file, would be refused by the device-file proof.
+export HBMCTL_DEVICE_PATTERNS="/dev/hbmtest*"
 audit=$tmp/audit.jsonl
 # podman's runroot holds sockets: a short path
 D=$(mktemp -d /tmp/hbmpm.XXXX)
@@ -43,13 +47,13 @@ cp "$(command -v busybox)" "$D/rootfs/bin/busybox"
 chroot "$D/rootfs" /bin/busybox --install -s /bin
 tar -C "$D/rootfs" -cf "$D/rootfs.tar" .
 pm import "$D/rootfs.tar" hbmtest >/dev/null || { echo "FAIL: podman import"; exit 1; }
-mknod "$D/davinci0" c 1 3
+mknod "$D/hbmtest0" c 1 3
 : >"$D/notadir"
 
 # The hook as the runtime runs it, recording the state it was given.
 cat >"$D/hook.sh" <<EOF
 #!/bin/sh
-tee -a "$D/states" | "$HBMCTL" "\$@" >>"$D/hook.out" 2>>"$D/hook.err"
+tee -a "$D/states" | HBMCTL_DEVICE_PATTERNS='$HBMCTL_DEVICE_PATTERNS' "$HBMCTL" "\$@" >>"$D/hook.out" 2>>"$D/hook.err"
 EOF
 chmod +x "$D/hook.sh"
 hooks() { # DEPLOY-FILE AUDIT-LOG DIR
@@ -62,9 +66,9 @@ hooks hbmctl-poststop-annotated.json "$audit" "$D/hooks-ann"
 
 OPTS=(--network none --pid host --cap-add SYS_ADMIN --security-opt seccomp=unconfined
       -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$D/share:/share")
-DEV=(--device "$D/davinci0:/dev/davinci0")
+DEV=(--device "$D/hbmtest0:/dev/hbmtest0")
 # NAME: the main process holds the device (NAME.main); a child escapes the cgroups (NAME.child)
-SCRIPT='sh -c "exec 7</dev/davinci0; for f in /sys/fs/cgroup/*/cgroup.procs; do echo \$\$ >\$f; done 2>/dev/null; echo \$\$ >/share/$0.child; exec sleep 1000" & exec 7</dev/davinci0; echo $$ >/share/$0.main; exec sleep ${MAINSLEEP:-1000}'
+SCRIPT='sh -c "exec 7</dev/hbmtest0; for f in /sys/fs/cgroup/*/cgroup.procs; do echo \$\$ >\$f; done 2>/dev/null; echo \$\$ >/share/$0.child; exec sleep 1000" & exec 7</dev/hbmtest0; echo $$ >/share/$0.main; exec sleep ${MAINSLEEP:-1000}'
 start() { # NAME [podman options]
     local n=$1
     shift
@@ -123,9 +127,9 @@ printf '{"ociVersion":"1.0.2","id":"%s","status":"stopped","bundle":"%s"}' "$bid
     "$D/root/overlay-containers/$bid/userdata" |
     "$HBMCTL" hook poststop --dry-run >"$tmp/dry.out" 2>&1
 check "b's main would be b's: its cgroup names the container" \
-    grep -q "^pid $bmain (sleep) holds /dev/davinci0: its cgroup names the container; to end (dry run)" "$tmp/dry.out"
+    grep -q "^pid $bmain (sleep) holds /dev/hbmtest0: its cgroup names the container; to end (dry run)" "$tmp/dry.out"
 check "b's escaped child would be b's: its root is b's root file system" \
-    grep -q "^pid $b (sleep) holds /dev/davinci0: left the container's cgroups; its root is the container's root file system" "$tmp/dry.out"
+    grep -q "^pid $b (sleep) holds /dev/hbmtest0: left the container's cgroups; its root is the container's root file system" "$tmp/dry.out"
 check "a dry run ends nothing" alive "$b"
 
 start c "${DEV[@]}"

@@ -15,17 +15,34 @@
 /* Which runtime's records a path belongs to. */
 enum { RT_DOCKER = 1, RT_CONTAINERD = 2, RT_STORAGE = 4 /* CRI-O and podman share it */ };
 
+/* Each runtime's state root: its default, or where the operator moved it (dockerd
+ * --data-root, containers-storage's graphroot and runroot), named in hbmctl's environment.
+ * A wrong default is not harmless: a record store that exists but is not the daemon's own
+ * would call every running container gone. */
+static const char *const root_env[] = {"HBMCTL_DOCKER_ROOT", "HBMCTL_STORAGE_ROOT",
+                                       "HBMCTL_STORAGE_RUNROOT"};
+static const char *const root_default[] = {"/var/lib/docker", "/var/lib/containers/storage",
+                                           "/run/containers/storage"};
+
+const char *hbm_host_runtime_root(hbm_runtime_root which)
+{
+    const char *v = getenv(root_env[which]);
+    return v && v[0] == '/' ? v : root_default[which];
+}
+
 /* Where each runtime keeps one directory per container it knows (stopped ones included for
- * Docker and containers/storage; running tasks for containerd, in any namespace). */
+ * Docker and containers/storage; running tasks for containerd, in any namespace), below
+ * its state root (none: an absolute path). */
 static const struct {
     int rt;
+    int root; /* an hbm_runtime_root, or -1 */
     const char *dir;
     bool per_namespace;
 } stores[] = {
-    {RT_DOCKER, "/var/lib/docker/containers", false},
-    {RT_CONTAINERD, "/run/containerd/io.containerd.runtime.v2.task", true},
-    {RT_STORAGE, "/var/lib/containers/storage/overlay-containers", false},
-    {RT_STORAGE, "/run/containers/storage/overlay-containers", false},
+    {RT_DOCKER, HBM_RT_DOCKER, "/containers", false},
+    {RT_CONTAINERD, -1, "/run/containerd/io.containerd.runtime.v2.task", true},
+    {RT_STORAGE, HBM_RT_STORAGE, "/overlay-containers", false},
+    {RT_STORAGE, HBM_RT_STORAGE_RUN, "/overlay-containers", false},
 };
 
 static bool dir_has(int dfd, const char *name)
@@ -124,7 +141,10 @@ void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgrou
     int readable = 0;
     bool known = false;
     for (size_t i = 0; i < sizeof stores / sizeof stores[0] && !known; i++) {
-        int dfd = hbm_hio_open(root, stores[i].dir, O_RDONLY | O_DIRECTORY);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s%s",
+                 stores[i].root < 0 ? "" : hbm_host_runtime_root(stores[i].root), stores[i].dir);
+        int dfd = hbm_hio_open(root, dir, O_RDONLY | O_DIRECTORY);
         if (dfd < 0)
             continue;
         readable |= stores[i].rt;

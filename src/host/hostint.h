@@ -49,6 +49,13 @@ int hbm_hproc_live_thread(int pidfd, int pid, int *nlive);
 /* Appends path to p->dev_paths unless already there. */
 void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
 
+/* A container runtime's state root, under --root: dockerd's data root (/var/lib/docker, or
+ * HBMCTL_DOCKER_ROOT for its --data-root), containers-storage's graphroot
+ * (/var/lib/containers/storage, HBMCTL_STORAGE_ROOT) and runroot (/run/containers/storage,
+ * HBMCTL_STORAGE_RUNROOT). */
+typedef enum { HBM_RT_DOCKER, HBM_RT_STORAGE, HBM_RT_STORAGE_RUN } hbm_runtime_root;
+const char *hbm_host_runtime_root(hbm_runtime_root which);
+
 /* The state of the container ci names, into out->container_state: "running", "paused",
  * "gone" (every readable runtime record store lacks the id, the cgroup's own runtime's
  * among them), "unknown" (none readable); "" when ci names no container. With Docker's

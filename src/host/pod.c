@@ -109,22 +109,25 @@ int hbm_procfs_parse_pod_logdir(const char *name, size_t len, hbm_pod *out, hbm_
     return 0;
 }
 
-/* Runtime state of one container id, in the order a node most likely runs them. */
+/* Runtime state of one container id, in the order a node most likely runs them, below the
+ * runtime's state root (none: an absolute path). */
 static const struct {
+    int root; /* an hbm_runtime_root, or -1 */
     const char *dir, *file;
 } config_paths[] = {
-    {"/run/containerd/io.containerd.runtime.v2.task/k8s.io/", "/config.json"},
-    {"/run/containers/storage/overlay-containers/", "/userdata/config.json"},
-    {"/var/lib/containers/storage/overlay-containers/", "/userdata/config.json"},
-    {"/var/lib/docker/containers/", "/config.v2.json"},
+    {-1, "/run/containerd/io.containerd.runtime.v2.task/k8s.io/", "/config.json"},
+    {HBM_RT_STORAGE_RUN, "/overlay-containers/", "/userdata/config.json"},
+    {HBM_RT_STORAGE, "/overlay-containers/", "/userdata/config.json"},
+    {HBM_RT_DOCKER, "/containers/", "/config.v2.json"},
 };
 
 static bool from_runtime(const char *root, const char *cid, const char *pod_uid, hbm_pod *out)
 {
     for (size_t i = 0; i < sizeof config_paths / sizeof config_paths[0]; i++) {
         char full[4096];
-        snprintf(full, sizeof full, "%s%s%s%s", root, config_paths[i].dir, cid,
-                 config_paths[i].file);
+        int r = config_paths[i].root;
+        snprintf(full, sizeof full, "%s%s%s%s%s", root, r < 0 ? "" : hbm_host_runtime_root(r),
+                 config_paths[i].dir, cid, config_paths[i].file);
         char *buf = NULL;
         size_t n = 0;
         /* An OCI config is tens of KiB; a larger file is not one. The runtime's state

@@ -588,6 +588,8 @@ static const field hproc_fields[] = {
     FLD(hbm_hproc, "container_state", F_STR, container_state),
     FLD(hbm_hproc, "container_name", F_STR, container_name),
     FLD(hbm_hproc, "container_image", F_STR, container_image),
+    FLD(hbm_hproc, "parent_container_init", F_BOOL, parent_container_init),
+    FLD(hbm_hproc, "parent_comm", F_STR, parent_comm),
     CUSTOM("nspid", put_nspid, get_nspid),
     FLD(hbm_hproc, "wchan", F_STR, wchan),
     FLD(hbm_hproc, "zombie_live_threads", F_INT_LAX, zombie_live_threads),

@@ -15,6 +15,7 @@
 #include "doctor/doctor_int.h"
 #include "hbm/host.h"
 #include "hbm/util.h"
+#include "hbm/verdict.h"
 
 static bool named(const hbm_clean_opts *o, int pid)
 {
@@ -41,6 +42,15 @@ static bool planned_kill(const hbm_clean_plan *p, int pid)
     return false;
 }
 
+/* A server's worker left by its dead server to its running container's init
+ * (engine-orphan): the container is not its owner any more, so no --pid is needed. */
+static bool left_by_server(const hbm_obs *obs, const hbm_hproc *hp)
+{
+    char why[256];
+    return !strcmp(hp->container_state, "running") &&
+           hbm_verdict_process_state(&obs->host, hp, why, sizeof why) == HBM_PID_ABANDONED;
+}
+
 /* The safety rules for signals (docs/doctor.md). */
 static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_step *s)
 {
@@ -52,7 +62,8 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
     } else if (hbm_host_is_self_or_ancestor(pid)) {
         s->allowed = false;
         snprintf(s->why, sizeof s->why, "pid %d is hbmctl itself or one of its ancestors", pid);
-    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
+    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid) &&
+               !left_by_server(obs, hp)) {
         s->allowed = false;
         bool unknown = !strcmp(hp->container_state, "unknown");
         snprintf(s->why, sizeof s->why,

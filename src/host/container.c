@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hbm/procfs.h"
+#include "hbm/redact.h"
 #include "host/hostint.h"
 
 /* Which runtime's records a path belongs to. */
@@ -162,6 +163,26 @@ void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgrou
     else if (readable & needed_for(ci->runtime))
         s = "gone";
     snprintf(state, n, "%s", s);
+}
+
+void hbm_host_container_parent(const char *root, hbm_hproc *out)
+{
+    out->parent_container_init = false;
+    out->parent_comm[0] = '\0';
+    if (!out->container_id[0] || out->ppid <= 1)
+        return;
+    char path[4200], buf[4096];
+    snprintf(path, sizeof path, "%s/proc/%d/status", root, out->ppid);
+    ssize_t n = hbm_hio_read(AT_FDCWD, path, buf, sizeof buf);
+    hbm_pstatus ss;
+    if (n <= 0 || hbm_procfs_parse_status(buf, (size_t)n, &ss, NULL) < 0)
+        return;
+    /* NSpid lists the pid from the host's namespace inwards: PID 1 of the innermost one,
+     * seen from an outer one (not hbmctl's own init seen from inside). */
+    out->parent_container_init = ss.nnspid > 1 && ss.nspid[ss.nnspid - 1] == 1;
+    char *comm = hbm_redact_text(ss.name, strlen(ss.name));
+    snprintf(out->parent_comm, sizeof out->parent_comm, "%s", comm);
+    free(comm);
 }
 
 bool hbm_host_container_gone(const hbm_hproc *p)

@@ -64,6 +64,10 @@ struct hbm_cgroup_info;
 void hbm_host_container_state(const char *root, const char *cg2,
                               const struct hbm_cgroup_info *ci, hbm_hproc *out);
 
+/* For a process in a container (out->container_id, out->ppid set): whether its parent is
+ * the container's init, into out->parent_container_init and out->parent_comm. */
+void hbm_host_container_parent(const char *root, hbm_hproc *out);
+
 /* System-wide facts (system.c): each returns -1 only on malformed content. */
 int hbm_host_read_sysv(const char *root, int procfd, hbm_host *h, hbm_err *err);
 int hbm_host_read_huge(const char *root, hbm_host *h, hbm_err *err);

@@ -101,3 +101,51 @@ ctr_pid() {
     done
     return 1
 }
+
+# docker_image: the image hbm-test:1 (busybox and ctr_engine), and device nodes $D/nvidia0
+# and $D/nvidia1 (null's numbers) that an engine keeps open as a driver's context keeps the
+# real one: the host sees it holding /dev/nvidiaN.
+docker_image() {
+    mknod "$D/nvidia0" c 1 3
+    mknod "$D/nvidia1" c 1 3
+    ctr_rootfs "$D/rootfs" "$HBM_HELPERS/ctr_engine"
+    tar -C "$D/rootfs" -c . | timeout 60 docker import - hbm-test:1 >/dev/null ||
+        { echo "FAIL: docker import"; exit 1; }
+}
+
+# gpu_scenario PID0 PID1: the fake NVML's two H100s, each with one process holding 26 GiB over
+# a 500 MiB baseline; an exited process's memory returns, as a driver frees it at exit.
+gpu_scenario() {
+    python3 - "$tmp/scenario.json" "$1" "$2" <<'PY'
+import json, sys
+GIB, MIB = 2**30, 2**20
+def dev(i, pid):
+    return {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%d" % i,
+            "bus_id": "00000000:1%d:00.0" % i, "memory_total": 80 * GIB,
+            "memory_used": 500 * MIB + 26 * GIB, "utilization_gpu": 0,
+            "compute": [{"pid": pid, "used_memory": 26 * GIB}]}
+json.dump({"driver_version": "550.54.15", "release_on_exit": True,
+           "devices": [dev(0, int(sys.argv[2])), dev(1, int(sys.argv[3]))]},
+          open(sys.argv[1], "w"))
+PY
+}
+
+# hbmctl on the fake NVML: status writes $tmp/s.json; holder PID JQ reads a field of PID's
+# host facts there, dev N FIELD one of device N; about PID lists the ids of doctor's findings
+# whose evidence names PID.
+status() { "$HBMCTL" status --backend nvml --json >"$tmp/s.json"; }
+holder() { jq -r "[.. | objects | select(.pid? == $1 and has(\"container_state\")) | $2] | first" \
+               "$tmp/s.json"; }
+dev() { jq -r ".devices[$1].$2" "$tmp/s.json"; }
+about() { "$HBMCTL" doctor --backend nvml --json |
+              jq -c "[.findings[] | select([.. | numbers] | index($1)) | .id]"; }
+
+# docker_scene: the scratch directory, the fake NVML, an audit log there, the daemon and the
+# image.
+docker_scene() {
+    scratch KILL
+    fake_nvml
+    export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
+    docker_start
+    docker_image
+}

@@ -17,16 +17,7 @@
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 . "$HBM_SRC/tests/e2e/containers.bash"
-scratch KILL
-fake_nvml
-export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
-docker_start
-mknod "$D/nvidia0" c 1 3
-mknod "$D/nvidia1" c 1 3
-ctr_rootfs "$D/rootfs" "$HBM_HELPERS/ctr_engine"
-tar -C "$D/rootfs" -c . | docker import - hbm-test:1 >/dev/null ||
-    { echo "FAIL: docker import"; exit 1; }
-
+docker_scene
 run() { # NAME GPU ARGS...: a detached container whose engine holds /dev/nvidiaGPU
     local name=$1 gpu=$2
     shift 2
@@ -45,24 +36,9 @@ pids+=("$engine0" "$engine1")
 check "the engine left the devices hierarchy and kept the cpu one" \
     grep -qE "^[0-9]+:devices:/\$" "/proc/$engine0/cgroup"
 
-GIB=1073741824 MIB=1048576
-python3 - "$tmp/scenario.json" "$engine0" "$engine1" <<PY
-import json, sys
-def dev(i, pid):
-    return {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%d" % i, "bus_id": "00000000:1%d:00.0" % i,
-            "memory_total": 80 * $GIB, "memory_used": 500 * $MIB + 26 * $GIB,
-            "utilization_gpu": 0, "compute": [{"pid": pid, "used_memory": 26 * $GIB}]}
-json.dump({"driver_version": "550.54.15", "release_on_exit": True,
-           "devices": [dev(0, int(sys.argv[2])), dev(1, int(sys.argv[3]))]}, open(sys.argv[1], "w"))
-PY
+MIB=1048576
+gpu_scenario "$engine0" "$engine1"
 
-status() { "$HBMCTL" status --backend nvml --json >"$tmp/s.json"; }
-holder() { jq -r "[.. | objects | select(.pid? == $1 and has(\"container_state\")) | $2] | first" \
-               "$tmp/s.json"; }
-dev() { jq -r ".devices[$1].$2" "$tmp/s.json"; }
-# findings whose evidence names the pid
-about() { "$HBMCTL" doctor --backend nvml --json |
-              jq -c "[.findings[] | select([.. | numbers] | index($1)) | .id]"; }
 
 status
 check "healthy: running, with Docker's name and image (got $(holder "$engine1" '"\(.container_state) \(.container_name) \(.container_image)"'))" \

@@ -111,6 +111,14 @@ static bool frozen(const char *root, const char *cg2, const hbm_cgroup_info *ci)
            (!strncmp(buf, "frozen 1", 8) || strstr(buf, "\nfrozen 1"));
 }
 
+static void set_names(hbm_hproc *out, const char *name, const char *image)
+{
+    if (name)
+        snprintf(out->container_name, sizeof out->container_name, "%s", name);
+    if (image)
+        snprintf(out->container_image, sizeof out->container_image, "%s", image);
+}
+
 /* Docker's name ("Name": "/vllm", without the '/') and image ("Config.Image") of a
  * container it knows, from its config.v2.json (tens of KiB; a larger file is not one). */
 static void docker_names(int dfd, const char *id, hbm_hproc *out)
@@ -122,12 +130,32 @@ static void docker_names(int dfd, const char *id, hbm_hproc *out)
     json_t *j = buf ? json_loadb(buf, len, 0, NULL) : NULL;
     free(buf);
     const char *name = json_string_value(json_object_get(j, "Name"));
-    const char *image = json_string_value(json_object_get(json_object_get(j, "Config"), "Image"));
-    if (name)
-        snprintf(out->container_name, sizeof out->container_name, "%s",
-                 name[0] == '/' ? name + 1 : name);
-    if (image)
-        snprintf(out->container_image, sizeof out->container_image, "%s", image);
+    set_names(out, name && name[0] == '/' ? name + 1 : name,
+              json_string_value(json_object_get(json_object_get(j, "Config"), "Image")));
+    json_decref(j);
+}
+
+/* containers-storage's list of its containers (containers.json, beside their directories;
+ * CRI-O's and podman's): the first of "names" and the "image-name" of the JSON text in
+ * "metadata". A few hundred bytes per container: 16 MiB is tens of thousands. */
+static void storage_names(int dfd, const char *id, hbm_hproc *out)
+{
+    size_t len, i;
+    char *buf = hbm_hio_slurp(dfd, "containers.json", 1 << 24, &len);
+    json_t *j = buf ? json_loadb(buf, len, 0, NULL) : NULL, *c;
+    free(buf);
+    json_array_foreach(j, i, c)
+    {
+        const char *cid = json_string_value(json_object_get(c, "id"));
+        if (!cid || strcmp(cid, id))
+            continue;
+        const char *meta = json_string_value(json_object_get(c, "metadata"));
+        json_t *m = meta ? json_loads(meta, 0, NULL) : NULL;
+        set_names(out, json_string_value(json_array_get(json_object_get(c, "names"), 0)),
+                  json_string_value(json_object_get(m, "image-name")));
+        json_decref(m);
+        break;
+    }
     json_decref(j);
 }
 
@@ -152,6 +180,8 @@ void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgrou
         known = store_knows(dfd, stores[i].per_namespace, ci->container_id);
         if (known && stores[i].rt == RT_DOCKER)
             docker_names(dfd, ci->container_id, out);
+        else if (known && stores[i].rt == RT_STORAGE)
+            storage_names(dfd, ci->container_id, out);
         close(dfd);
     }
     /* A frozen cgroup is a kernel fact: paused even where no runtime record is readable. */

@@ -68,6 +68,13 @@ void hbm_host_container_state(const char *root, const char *cg2,
  * the container's init, into out->parent_container_init and out->parent_comm. */
 void hbm_host_container_parent(const char *root, hbm_hproc *out);
 
+/* A podman pod member's pod (podman pod create, kube play), into out when found: podman
+ * names such a container <pod>-<container> and its pod's hostname is the pod's name (the
+ * HOSTNAME of its OCI config, under containers-storage's graphroot); its namespace and uid
+ * stay "" (podman has none the node records). */
+void hbm_host_libpod_pod(const char *root, const char *container_id, const char *name,
+                         hbm_pod *out);
+
 /* System-wide facts (system.c): each returns -1 only on malformed content. */
 int hbm_host_read_sysv(const char *root, int procfd, hbm_host *h, hbm_err *err);
 int hbm_host_read_huge(const char *root, hbm_host *h, hbm_err *err);

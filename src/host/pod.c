@@ -196,6 +196,52 @@ static bool from_pod_logs(const char *root, const char *pod_uid, hbm_pod *out)
     return found;
 }
 
+/* HOSTNAME=H in an OCI config's process environment, else NULL. */
+static const char *env_hostname(const json_t *cfg)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(json_object_get(cfg, "process"), "env"), i, v)
+    {
+        const char *e = json_string_value(v);
+        if (e && !strncmp(e, "HOSTNAME=", 9))
+            return e + 9;
+    }
+    return NULL;
+}
+
+void hbm_host_libpod_pod(const char *root, const char *container_id, const char *name,
+                         hbm_pod *out)
+{
+    bool cid_ok = strlen(container_id) == 64 && strspn(container_id, "0123456789abcdef") == 64;
+    if (!cid_ok || !name[0])
+        return;
+    char full[4096];
+    snprintf(full, sizeof full, "%s%s/overlay-containers/%s/userdata/config.json", root,
+             hbm_host_runtime_root(HBM_RT_STORAGE), container_id);
+    char *buf = NULL;
+    size_t n = 0;
+    if (hbm_read_file_at(AT_FDCWD, full, 0, 1 << 22, &buf, &n, NULL) < 0)
+        return;
+    json_t *cfg = json_loadb(buf, n, 0, NULL);
+    free(buf);
+    const json_t *ann = json_object_get(cfg, "annotations");
+    const char *mgr = json_string_value(json_object_get(ann, "io.container.manager"));
+    const char *pod = env_hostname(cfg);
+    size_t pl = pod ? strlen(pod) : 0;
+    /* A pod member (its sandbox is the pod's infra container) named <pod>-<container>. */
+    if (mgr && !strcmp(mgr, "libpod") &&
+        json_is_string(json_object_get(ann, "io.kubernetes.cri-o.SandboxID")) &&
+        k8s_name_ok(pod, pl, sizeof out->name - 1) && !strncmp(name, pod, pl) &&
+        name[pl] == '-' && k8s_name_ok(name + pl + 1, strlen(name + pl + 1),
+                                      sizeof out->container - 1)) {
+        memset(out, 0, sizeof *out);
+        memcpy(out->name, pod, pl + 1);
+        snprintf(out->container, sizeof out->container, "%s", name + pl + 1);
+    }
+    json_decref(cfg);
+}
+
 void hbm_host_pod_lookup(const char *root, const char *container_id, const char *pod_uid,
                          hbm_pod *out)
 {

@@ -23,6 +23,9 @@ ctr_skip_or_fail() {
 
 ctr_cleanup() {
     local c
+    if [ "${CTR_CLI:-}" = podman ]; then
+        timeout 60 "${CTR_CLI[@]}" pod rm -af >/dev/null 2>&1
+    fi
     if [ -n "${CTR_CLI:-}" ]; then
         for c in $("${CTR_CLI[@]}" ps -aq 2>/dev/null); do
             timeout 30 "${CTR_CLI[@]}" rm -f "$c" >/dev/null 2>&1
@@ -102,15 +105,31 @@ ctr_pid() {
     return 1
 }
 
-# docker_image: the image hbm-test:1 (busybox and ctr_engine), and device nodes $D/nvidia0
+# ctr_image: the image hbm-test:1 (busybox and ctr_engine), and device nodes $D/nvidia0
 # and $D/nvidia1 (null's numbers) that an engine keeps open as a driver's context keeps the
 # real one: the host sees it holding /dev/nvidiaN.
-docker_image() {
+ctr_image() {
     mknod "$D/nvidia0" c 1 3
     mknod "$D/nvidia1" c 1 3
     ctr_rootfs "$D/rootfs" "$HBM_HELPERS/ctr_engine"
-    tar -C "$D/rootfs" -c . | timeout 60 docker import - hbm-test:1 >/dev/null ||
-        { echo "FAIL: docker import"; exit 1; }
+    tar -C "$D/rootfs" -c . | timeout 60 "${CTR_CLI[@]}" import - hbm-test:1 >/dev/null ||
+        { echo "FAIL: ${CTR_CLI[0]} import"; exit 1; }
+}
+
+# podman_start: podman with its storage, run root and temporary state under $D (CTR_CLI).
+# The runtime's rlimits are set no higher than podman's own (it lowers RLIMIT_NPROC to 32768
+# at start): one above them fails with "error setting rlimit type 6".
+podman_start() {
+    D=$(mktemp -d /tmp/hbmpd.XXXX)
+    CTR_IDS=()
+    trap ctr_cleanup EXIT
+    printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' \
+        >"$D/containers.conf"
+    export CONTAINERS_CONF="$D/containers.conf"
+    CTR_CLI=(podman --root "$D/root" --runroot "$D/run" --tmpdir "$D/tmp" --cgroup-manager cgroupfs
+             --events-backend file)
+    timeout 60 "${CTR_CLI[@]}" info >"$D/podman.log" 2>&1 || ctr_skip_or_fail podman "$D/podman.log"
+    export HBMCTL_STORAGE_ROOT="$D/root" HBMCTL_STORAGE_RUNROOT="$D/run"
 }
 
 # gpu_scenario PID0 PID1: the fake NVML's two H100s, each with one process holding 26 GiB over
@@ -147,5 +166,5 @@ docker_scene() {
     fake_nvml
     export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
     docker_start
-    docker_image
+    ctr_image
 }

@@ -530,6 +530,8 @@ static const field proc_fields[] = {
     FLD(hbm_dproc, "name", F_STR, name),
     FLD(hbm_dproc, "memory_bytes", F_I64, memory_bytes),
     FLD(hbm_dproc, "container", F_STR, container),
+    FLD(hbm_dproc, "container_name", F_STR, container_name),
+    FLD(hbm_dproc, "container_image", F_STR, container_image),
     CUSTOM("pod", put_dproc_pod, get_dproc_pod),
     FLD(hbm_dproc, "pid_in_container", F_I64, pid_in_container),
     CUSTOM("state", put_pid_state, get_pid_state),

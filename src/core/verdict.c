@@ -95,6 +95,10 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->name, sizeof p->name, "%s", hp->comm);
     if (!p->container[0] && hp->container_id[0])
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    if (!p->container_name[0])
+        snprintf(p->container_name, sizeof p->container_name, "%s", hp->container_name);
+    if (!p->container_image[0])
+        snprintf(p->container_image, sizeof p->container_image, "%s", hp->container_image);
     /* NSpid, outermost first: its last entry is the pid inside the container. */
     if (p->pid_in_container < 0 && hp->nnspid > 1)
         p->pid_in_container = hp->nspid[hp->nnspid - 1];

@@ -43,6 +43,10 @@ gpu_scenario "$engine0" "$engine1"
 status
 check "healthy: running, with Docker's name and image (got $(holder "$engine1" '"\(.container_state) \(.container_name) \(.container_image)"'))" \
     [ "$(holder "$engine1" '"\(.container_state) \(.container_name) \(.container_image)"')" = "running vllm-healthy hbm-test:1" ]
+"$HBMCTL" exporter --backend nvml --once >"$tmp/m.txt"
+check "healthy: the exporter labels its engine with Docker's name and image" \
+    grep -q "^hbmctl_process_memory_bytes{.*pid=\"$engine1\",.*container_name=\"vllm-healthy\",image=\"hbm-test:1\"," \
+    "$tmp/m.txt"
 check "healthy: GPU 1 is BUSY (got $(dev 1 verdict))" [ "$(dev 1 verdict)" = BUSY ]
 check "healthy: no finding names its engine (got $(about "$engine1"))" [ "$(about "$engine1")" = "[]" ]
 check "before rm: the escaped engine's container still runs: GPU 0 BUSY (got $(dev 0 verdict))" \

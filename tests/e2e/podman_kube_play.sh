@@ -2,9 +2,9 @@
 # Podman's names with real podman (tests/e2e/containers.bash): `podman kube play` starts pod
 # vllm-pod whose container engine runs a server and its VLLM::EngineCore holding GPU 0 (fake
 # NVML); podman names that container vllm-pod-engine. hbmctl tells the pod and the container
-# apart (pod vllm-pod, container engine) and reads the name and image from containers-storage;
-# a plain `podman run` container on GPU 1 is named and in no pod. Both are healthy: running,
-# BUSY, no finding.
+# apart (pod vllm-pod, container engine) and reads the name and image from containers-storage,
+# in status, doctor and the exporter's labels; a plain `podman run` container on GPU 1 is
+# named and in no pod. Both are healthy: running, BUSY, no finding.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 . "$HBM_SRC/tests/e2e/containers.bash"
@@ -54,4 +54,11 @@ check "no finding names the plain container's engine (got $(about "$engine1"))" 
 "$HBMCTL" status --backend nvml >"$tmp/s.txt"
 check "status shows the pod by its name, no empty namespace" \
     bash -c "grep -q ' vllm-pod ' '$tmp/s.txt' && ! grep -q '/vllm-pod' '$tmp/s.txt'"
+"$HBMCTL" exporter --backend nvml --once >"$tmp/m.txt"
+check "exporter: the pod's engine labelled with podman's name and image, pod and container" \
+    grep -q "^hbmctl_process_memory_bytes{.*pid=\"$engine0\",name=\"VLLM::EngineCor\",container_name=\"vllm-pod-engine\",image=\"localhost/hbm-test:1\",namespace=\"\",pod=\"vllm-pod\",container=\"engine\"} " \
+    "$tmp/m.txt"
+check "exporter: the plain container's engine with its name, no pod" \
+    grep -q "^hbmctl_process_memory_bytes{.*pid=\"$engine1\",.*container_name=\"vllm-plain\",image=\"localhost/hbm-test:1\",namespace=\"\",pod=\"\",container=\"${plain:0:12}\"} " \
+    "$tmp/m.txt"
 finish

@@ -47,6 +47,9 @@ check "healthy: running, with Docker's name and image (got $(holder "$engine1" '
 check "healthy: the exporter labels its engine with Docker's name and image" \
     grep -q "^hbmctl_process_memory_bytes{.*pid=\"$engine1\",.*container_name=\"vllm-healthy\",image=\"hbm-test:1\"," \
     "$tmp/m.txt"
+"$HBMCTL" status --backend nvml >"$tmp/s.txt"
+check "healthy: status names the container, not its id" \
+    grep -qE "^1 +$engine1 +VLLM::EngineCor +[0-9.]+ GiB +vllm-healthy " "$tmp/s.txt"
 check "healthy: GPU 1 is BUSY (got $(dev 1 verdict))" [ "$(dev 1 verdict)" = BUSY ]
 check "healthy: no finding names its engine (got $(about "$engine1"))" [ "$(about "$engine1")" = "[]" ]
 check "before rm: the escaped engine's container still runs: GPU 0 BUSY (got $(dev 0 verdict))" \

@@ -16,19 +16,70 @@
 /* Which runtime's records a path belongs to. */
 enum { RT_DOCKER = 1, RT_CONTAINERD = 2, RT_STORAGE = 4 /* CRI-O and podman share it */ };
 
-/* Each runtime's state root: its default, or where the operator moved it (dockerd
- * --data-root, containers-storage's graphroot and runroot), named in hbmctl's environment.
- * A wrong default is not harmless: a record store that exists but is not the daemon's own
- * would call every running container gone. */
-static const char *const root_env[] = {"HBMCTL_DOCKER_ROOT", "HBMCTL_STORAGE_ROOT",
-                                       "HBMCTL_STORAGE_RUNROOT"};
-static const char *const root_default[] = {"/var/lib/docker", "/var/lib/containers/storage",
-                                           "/run/containers/storage"};
+/* Each runtime's state root: where the operator moved it, named in hbmctl's environment,
+ * else in the runtime's own configuration (dockerd's daemon.json "data-root", or "graph"
+ * before Docker 17.05; containers-storage's storage.conf graphroot and runroot), else its
+ * default. A wrong default is not harmless: a record store that exists but is not the
+ * daemon's own would call every running container gone. */
+static const struct {
+    const char *env, *conf, *key, *old_key, *def;
+} roots[] = {
+    [HBM_RT_DOCKER] = {"HBMCTL_DOCKER_ROOT", "/etc/docker/daemon.json", "data-root", "graph",
+                       "/var/lib/docker"},
+    [HBM_RT_STORAGE] = {"HBMCTL_STORAGE_ROOT", "/etc/containers/storage.conf", "graphroot", NULL,
+                        "/var/lib/containers/storage"},
+    [HBM_RT_STORAGE_RUN] = {"HBMCTL_STORAGE_RUNROOT", "/etc/containers/storage.conf", "runroot",
+                            NULL, "/run/containers/storage"},
+};
 
-const char *hbm_host_runtime_root(hbm_runtime_root which)
+/* `key = "value"` at the start of a line of a TOML file (storage.conf's [storage] keys are
+ * named nowhere else), into out. */
+static bool toml_string(const char *text, const char *key, char *out, size_t n)
 {
-    const char *v = getenv(root_env[which]);
-    return v && v[0] == '/' ? v : root_default[which];
+    size_t kl = strlen(key);
+    for (const char *l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        l += strspn(l, " \t");
+        if (strncmp(l, key, kl))
+            continue;
+        const char *v = l + kl + strspn(l + kl, " \t");
+        if (*v != '=')
+            continue;
+        v += 1 + strspn(v + 1, " \t");
+        const char *e = *v == '"' ? strchr(v + 1, '"') : NULL;
+        if (!e || memchr(v, '\n', (size_t)(e - v)))
+            return false;
+        snprintf(out, n, "%.*s", (int)(e - v - 1), v + 1);
+        return true;
+    }
+    return false;
+}
+
+void hbm_host_runtime_root(const char *root, hbm_runtime_root which, char *out, size_t n)
+{
+    const char *v = getenv(roots[which].env);
+    if (v && v[0] == '/') {
+        snprintf(out, n, "%s", v);
+        return;
+    }
+    char path[4200];
+    size_t len;
+    snprintf(path, sizeof path, "%s%s", root, roots[which].conf);
+    char *buf = hbm_hio_slurp(AT_FDCWD, path, 1 << 20, &len);
+    out[0] = '\0';
+    if (buf && which == HBM_RT_DOCKER) {
+        json_t *j = json_loadb(buf, len, 0, NULL);
+        const char *d = json_string_value(json_object_get(j, roots[which].key));
+        if (!d)
+            d = json_string_value(json_object_get(j, roots[which].old_key));
+        if (d)
+            snprintf(out, n, "%s", d);
+        json_decref(j);
+    } else if (buf) {
+        toml_string(buf, roots[which].key, out, n);
+    }
+    free(buf);
+    if (out[0] != '/')
+        snprintf(out, n, "%s", roots[which].def);
 }
 
 /* Where each runtime keeps one directory per container it knows (stopped ones included for
@@ -170,9 +221,10 @@ void hbm_host_container_state(const char *root, const char *cg2, const hbm_cgrou
     int readable = 0;
     bool known = false;
     for (size_t i = 0; i < sizeof stores / sizeof stores[0] && !known; i++) {
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s%s",
-                 stores[i].root < 0 ? "" : hbm_host_runtime_root(stores[i].root), stores[i].dir);
+        char dir[4200], rt[4096] = "";
+        if (stores[i].root >= 0)
+            hbm_host_runtime_root(root, stores[i].root, rt, sizeof rt);
+        snprintf(dir, sizeof dir, "%s%s", rt, stores[i].dir);
         int dfd = hbm_hio_open(root, dir, O_RDONLY | O_DIRECTORY);
         if (dfd < 0)
             continue;

@@ -49,17 +49,19 @@ int hbm_hproc_live_thread(int pidfd, int pid, int *nlive);
 /* Appends path to p->dev_paths unless already there. */
 void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
 
-/* A container runtime's state root, under --root: dockerd's data root (/var/lib/docker, or
- * HBMCTL_DOCKER_ROOT for its --data-root), containers-storage's graphroot
- * (/var/lib/containers/storage, HBMCTL_STORAGE_ROOT) and runroot (/run/containers/storage,
- * HBMCTL_STORAGE_RUNROOT). */
+/* A container runtime's state root into out (read under --root): dockerd's data root, from
+ * HBMCTL_DOCKER_ROOT, else /etc/docker/daemon.json's "data-root", else /var/lib/docker;
+ * containers-storage's graphroot and runroot from HBMCTL_STORAGE_ROOT and
+ * HBMCTL_STORAGE_RUNROOT, else /etc/containers/storage.conf, else /var/lib/containers/storage
+ * and /run/containers/storage. */
 typedef enum { HBM_RT_DOCKER, HBM_RT_STORAGE, HBM_RT_STORAGE_RUN } hbm_runtime_root;
-const char *hbm_host_runtime_root(hbm_runtime_root which);
+void hbm_host_runtime_root(const char *root, hbm_runtime_root which, char *out, size_t n);
 
 /* The state of the container ci names, into out->container_state: "running", "paused",
  * "gone" (every readable runtime record store lacks the id, the cgroup's own runtime's
  * among them), "unknown" (none readable); "" when ci names no container. With Docker's
- * record, also out->container_name and container_image. cg2 as for hbm_hproc_read_at. */
+ * or containers-storage's record, also out->container_name and container_image. cg2 as
+ * for hbm_hproc_read_at. */
 struct hbm_cgroup_info;
 void hbm_host_container_state(const char *root, const char *cg2,
                               const struct hbm_cgroup_info *ci, hbm_hproc *out);

@@ -124,10 +124,11 @@ static const struct {
 static bool from_runtime(const char *root, const char *cid, const char *pod_uid, hbm_pod *out)
 {
     for (size_t i = 0; i < sizeof config_paths / sizeof config_paths[0]; i++) {
-        char full[4096];
-        int r = config_paths[i].root;
-        snprintf(full, sizeof full, "%s%s%s%s%s", root, r < 0 ? "" : hbm_host_runtime_root(r),
-                 config_paths[i].dir, cid, config_paths[i].file);
+        char full[8400], rt[4096] = "";
+        if (config_paths[i].root >= 0)
+            hbm_host_runtime_root(root, config_paths[i].root, rt, sizeof rt);
+        snprintf(full, sizeof full, "%s%s%s%s%s", root, rt, config_paths[i].dir, cid,
+                 config_paths[i].file);
         char *buf = NULL;
         size_t n = 0;
         /* An OCI config is tens of KiB; a larger file is not one. The runtime's state
@@ -216,9 +217,10 @@ void hbm_host_libpod_pod(const char *root, const char *container_id, const char 
     bool cid_ok = strlen(container_id) == 64 && strspn(container_id, "0123456789abcdef") == 64;
     if (!cid_ok || !name[0])
         return;
-    char full[4096];
-    snprintf(full, sizeof full, "%s%s/overlay-containers/%s/userdata/config.json", root,
-             hbm_host_runtime_root(HBM_RT_STORAGE), container_id);
+    char full[8400], rt[4096];
+    hbm_host_runtime_root(root, HBM_RT_STORAGE, rt, sizeof rt);
+    snprintf(full, sizeof full, "%s%s/overlay-containers/%s/userdata/config.json", root, rt,
+             container_id);
     char *buf = NULL;
     size_t n = 0;
     if (hbm_read_file_at(AT_FDCWD, full, 0, 1 << 22, &buf, &n, NULL) < 0)

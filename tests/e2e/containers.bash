@@ -119,11 +119,13 @@ ctr_image() {
 # podman_start: podman with its storage, run root and temporary state under $D (CTR_CLI).
 # The runtime's rlimits are set no higher than podman's own (it lowers RLIMIT_NPROC to 32768
 # at start): one above them fails with "error setting rlimit type 6".
+# File locks under $D, not podman's lock table /dev/shm/libpod_lock, which would outlive the
+# test as a /dev/shm object no state owns.
 podman_start() {
     D=$(mktemp -d /tmp/hbmpd.XXXX)
     CTR_IDS=()
     trap ctr_cleanup EXIT
-    printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' \
+    printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\nlock_type = "file"\n' \
         >"$D/containers.conf"
     export CONTAINERS_CONF="$D/containers.conf"
     CTR_CLI=(podman --root "$D/root" --runroot "$D/run" --tmpdir "$D/tmp" --cgroup-manager cgroupfs

@@ -52,6 +52,9 @@ typedef struct hbm_hproc {
                                  "running", "paused", "gone", "unknown"; "" when no container */
     char container_name[128];  /* the runtime's name of it (Docker's config.v2.json), else "" */
     char container_image[256]; /* its image, from the same record, else "" */
+    bool parent_container_init; /* its parent is its container's init: PID 1 of a PID
+                                   namespace below the host's */
+    char parent_comm[16];        /* that parent's name (redacted), else "" */
     int zombie_live_threads; /* state Z: threads still running after their leader exited;
                                 they keep the files and device (dev_paths come from them) */
 } hbm_hproc;

@@ -61,6 +61,8 @@ typedef struct hbm_dproc {
     char name[64];            /* "" when the tool printed none (container view) */
     int64_t memory_bytes;     /* device memory this process holds on this chip */
     char container[80];       /* container id when known, else "" */
+    char container_name[128]; /* the runtime's name of the container, else "" */
+    char container_image[256]; /* its image, else "" */
     hbm_pod pod;              /* its Kubernetes pod (from the host join or a snapshot) */
     int64_t pid_in_container; /* npu-smi 26.x column, else NSpid's innermost; or HBM_UNKNOWN */
     hbm_pid_state state;      /* filled by the join */

@@ -85,7 +85,9 @@ const char *cli_verdict_color(hbm_verdict v)
 const char *cli_proc_where(char *buf, size_t n, const hbm_dproc *p)
 {
     if (p->pod.name[0])
-        snprintf(buf, n, "%s/%s", p->pod.ns, p->pod.name);
+        snprintf(buf, n, "%s%s%s", p->pod.ns, p->pod.ns[0] ? "/" : "", p->pod.name);
+    else if (p->container_name[0]) /* the name operators gave it, over its id */
+        snprintf(buf, n, "%s", p->container_name);
     else
         snprintf(buf, n, "%s", p->container[0] ? p->container : "-");
     return buf;

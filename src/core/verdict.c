@@ -55,6 +55,21 @@ bool hbm_verdict_server_child(const hbm_hproc *hp)
            strstr(c, "multiprocessing.spawn");
 }
 
+/* A container's init that runs no server itself: a shell (an image's `bash -lc`) or a
+ * minimal init. A server's worker whose parent it is was left there when its server died; a
+ * server that is the container's PID 1 itself (`vllm serve` as the entrypoint) is not one. */
+static bool plain_init(const char *comm)
+{
+    static const char *const inits[] = {"sh",         "bash",        "dash",        "ash",
+                                        "zsh",        "ksh",         "tini",        "tini-static",
+                                        "docker-init", "dumb-init",  "catatonit",   "s6-svscan",
+                                        "runsvdir"};
+    for (size_t i = 0; i < sizeof inits / sizeof inits[0]; i++)
+        if (!strcmp(comm, inits[i]))
+            return true;
+    return false;
+}
+
 static void join_process(const hbm_obs *obs, hbm_dproc *p)
 {
     if (!obs->has_host || p->pid <= 0) {
@@ -81,6 +96,10 @@ static void join_process(const hbm_obs *obs, hbm_dproc *p)
         snprintf(p->name, sizeof p->name, "%s", hp->comm);
     if (!p->container[0] && hp->container_id[0])
         snprintf(p->container, sizeof p->container, "%.12s", hp->container_id);
+    if (!p->container_name[0])
+        snprintf(p->container_name, sizeof p->container_name, "%s", hp->container_name);
+    if (!p->container_image[0])
+        snprintf(p->container_image, sizeof p->container_image, "%s", hp->container_image);
     /* NSpid, outermost first: its last entry is the pid inside the container. */
     if (p->pid_in_container < 0 && hp->nnspid > 1)
         p->pid_in_container = hp->nspid[hp->nnspid - 1];
@@ -116,6 +135,14 @@ hbm_pid_state hbm_verdict_process_state(const hbm_host *h, const hbm_hproc *hp, 
         snprintf(why, n, "pid %d (%s) outlived its container %.12s: %s and its parent is init",
                  hp->pid, hp->comm, hp->container_id[0] ? hp->container_id : "(unknown)",
                  by_runtime ? "no container runtime knows it" : "the container's cgroup is gone");
+        return HBM_PID_ABANDONED;
+    }
+    if (!strcmp(hp->container_state, "running") && hp->parent_container_init &&
+        plain_init(hp->parent_comm) && hbm_verdict_server_child(hp)) {
+        snprintf(why, n, "pid %d (%s) is a server's worker whose server has exited: it now "
+                 "belongs to the init of running container %.40s (pid %d, %s)", hp->pid,
+                 hp->comm, hp->container_name[0] ? hp->container_name : hp->container_id,
+                 hp->ppid, hp->parent_comm);
         return HBM_PID_ABANDONED;
     }
     /* Only in the host's PID namespace does ppid 1 mean init: inside a container, pid 1 may

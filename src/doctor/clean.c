@@ -16,6 +16,7 @@
 #include "doctor/doctor_int.h"
 #include "hbm/host.h"
 #include "hbm/util.h"
+#include "hbm/verdict.h"
 
 static bool named(const hbm_clean_opts *o, int pid)
 {
@@ -43,6 +44,15 @@ static bool planned_kill(const hbm_clean_plan *p, int pid)
     return false;
 }
 
+/* A server's worker left by its dead server to its running container's init
+ * (engine-orphan): the container is not its owner any more, so no --pid is needed. */
+static bool left_by_server(const hbm_obs *obs, const hbm_hproc *hp)
+{
+    char why[256];
+    return !strcmp(hp->container_state, "running") &&
+           hbm_verdict_process_state(&obs->host, hp, why, sizeof why) == HBM_PID_ABANDONED;
+}
+
 /* The safety rules for signals (docs/doctor.md). */
 static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_step *s)
 {
@@ -60,7 +70,8 @@ static void judge_kill(const hbm_obs *obs, const hbm_clean_opts *o, hbm_clean_st
         snprintf(s->why, sizeof s->why, "pid %d is stuck in the kernel (state D%s%s): a signal "
                  "does nothing until the call returns; never signalled", pid,
                  hp->wchan[0] ? ", in " : "", hp->wchan);
-    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid)) {
+    } else if (hp && hp->container_id[0] && !hbm_host_container_gone(hp) && !named(o, pid) &&
+               !left_by_server(obs, hp)) {
         s->allowed = false;
         bool unknown = !strcmp(hp->container_state, "unknown");
         snprintf(s->why, sizeof s->why,

@@ -7,6 +7,7 @@
 /* The registry's entries (rules.c), one per finding id, in docs/doctor.md's order. */
 enum doc_rule {
     DOC_ORPHAN_HOLDER,
+    DOC_ENGINE_ORPHAN,
     DOC_ZOMBIE_HOLDER,
     DOC_STUCK_HOLDER,
     DOC_GONE_HOLDER,

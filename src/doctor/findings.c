@@ -58,6 +58,10 @@ static json_t *proc_evidence(const hbm_obs *obs, const hbm_dproc *p, const hbm_h
             json_object_set_new(e, "wchan", json_string(hp->wchan));
         if (hp->container_id[0])
             json_object_set_new(e, "container", json_string(hp->container_id));
+        if (hp->container_name[0])
+            json_object_set_new(e, "container_name", json_string(hp->container_name));
+        if (hp->container_image[0])
+            json_object_set_new(e, "container_image", json_string(hp->container_image));
         const hbm_pod *pod = p->pod.name[0] ? &p->pod : &hp->pod;
         if (pod->name[0]) {
             json_t *po = json_object();
@@ -143,6 +147,34 @@ static json_t *parent_evidence(const hbm_obs *obs, const hbm_hproc *hp, double n
     return e;
 }
 
+/* A holder whose starter is gone: what ("pid N (name) holds X on Y") and the rest of the
+ * summary (tail). An engine its dead server left inside a running container is engine-orphan
+ * (the container may stay: end the engine, or restart the container); else orphan-holder. */
+static hbm_finding *abandoned_finding(hbm_findings *out, const hbm_hproc *hp, int64_t dev,
+                                      const char *what, const char *tail)
+{
+    hbm_finding *x;
+    if (hp && !strcmp(hp->container_state, "running")) {
+        const char *ctr = hp->container_name[0] ? hp->container_name : hp->container_id;
+        x = doc_add(out, DOC_ENGINE_ORPHAN, HBM_SEV_CRITICAL, dev,
+                    "%s and its server has exited: it is left to the init of running container "
+                    "%.40s%s", what, ctr, tail);
+        doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
+                      "period, and the container runs on; or restart container %.40s, which "
+                      "ends it with the rest. The driver returns the memory once it has exited.",
+                   ctr);
+    } else {
+        x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, dev,
+                    "%s and the process that started it is gone%s", what, tail);
+        doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
+                      "period; the driver returns the memory once it has exited. Start "
+                      "servers under `hbmctl run` so this cannot happen again.");
+    }
+    if (hp)
+        doc_kill_action(x, hp);
+    return x;
+}
+
 static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
                             hbm_findings *out)
 {
@@ -157,15 +189,10 @@ static void holder_findings(const hbm_obs *obs, const hbm_device *d, double now,
         hbm_fmt_size(sz, sizeof sz, p->memory_bytes);
         hbm_finding *x = NULL;
         if (p->state == HBM_PID_ABANDONED) {
-            x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, uid,
-                        "pid %lld (%s)%s holds %s on %s and the process that started it is "
-                        "gone", (long long)p->pid, name, pod_of(&p->pod, pod, sizeof pod), sz,
-                        label);
-            doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
-                          "period; the driver returns the memory once it has exited. Start "
-                          "servers under `hbmctl run` so this cannot happen again.");
-            if (hp)
-                doc_kill_action(x, hp);
+            char what[600];
+            snprintf(what, sizeof what, "pid %lld (%s)%s holds %s on %s", (long long)p->pid,
+                     name, pod_of(&p->pod, pod, sizeof pod), sz, label);
+            x = abandoned_finding(out, hp, uid, what, "");
         } else if (p->state == HBM_PID_ZOMBIE) {
             x = doc_add(out, DOC_ZOMBIE_HOLDER, HBM_SEV_CRITICAL, uid,
                         "pid %lld (%s) on %s is a zombie; the driver still counts %s for it",
@@ -222,14 +249,11 @@ static void file_holder_findings(const hbm_obs *obs, double now, hbm_findings *o
                           "call returns. Wait, check dmesg for driver errors; if it never "
                           "returns, reset the device with the vendor tool or reboot.");
         } else if (p.state == HBM_PID_ABANDONED) {
-            x = doc_add(out, DOC_ORPHAN_HOLDER, HBM_SEV_CRITICAL, HBM_UNKNOWN,
-                        "pid %d (%s)%s holds %s and the process that started it is gone "
-                        "(device memory unknown: no device source)", hp->pid, hp->comm,
-                        pod_of(&hp->pod, pod, sizeof pod), files);
-            doc_remedy(x, "End it: clean --apply sends SIGTERM, then SIGKILL after the grace "
-                          "period; the driver returns its memory once it has exited. Start "
-                          "servers under `hbmctl run` so this cannot happen again.");
-            doc_kill_action(x, hp);
+            char what[600];
+            snprintf(what, sizeof what, "pid %d (%s)%s holds %s", hp->pid, hp->comm,
+                     pod_of(&hp->pod, pod, sizeof pod), files);
+            x = abandoned_finding(out, hp, HBM_UNKNOWN, what,
+                                  " (device memory unknown: no device source)");
         }
         if (!x)
             continue;

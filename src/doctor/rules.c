@@ -33,6 +33,24 @@ static const doc_rule_entry registry[] = {
         },
         .check = doc_check_holders,
     },
+    [DOC_ENGINE_ORPHAN] = {
+        .pub = {
+            .id = "engine-orphan",
+            .severity = "critical",
+            .when = "a server's worker (vLLM `VLLM::*` title, Python multiprocessing spawn/fork "
+                    "child) holding a device in a running container whose parent is that "
+                    "container's init, a shell or a minimal init (sh, bash, tini, dumb-init, "
+                    "catatonit...): its server has exited and left it there (verdict state "
+                    "`abandoned`)",
+            .evidence = "`process` as for orphan-holder, with container_name and "
+                        "container_image where the runtime's record names them",
+            .remedy = "end it, the container runs on; or restart the container",
+            .action = HBM_ACT_KILL,
+            .clean = "`kill`: SIGTERM, `--grace`, SIGKILL (without `--pid`: the container's "
+                     "init shows its server is gone)",
+        },
+        .check = doc_check_holders,
+    },
     [DOC_ZOMBIE_HOLDER] = {
         .pub = {
             .id = "zombie-holder",

@@ -183,7 +183,7 @@ static void render_devices(const hbm_obs *obs, hbm_export_buf *b)
  * name; outside one, the container id. */
 typedef struct proc_labels {
     char pid[24];
-    hbm_export_label l[10];
+    hbm_export_label l[12];
 } proc_labels;
 
 static size_t proc_labels_fill(proc_labels *pl, const dev_labels *dl, const hbm_dproc *p)
@@ -195,10 +195,12 @@ static size_t proc_labels_fill(proc_labels *pl, const dev_labels *dl, const hbm_
     pl->l[3] = dl->l[4];
     pl->l[4] = (hbm_export_label){"pid", pl->pid};
     pl->l[5] = (hbm_export_label){"name", p->name};
-    pl->l[6] = (hbm_export_label){"namespace", p->pod.ns};
-    pl->l[7] = (hbm_export_label){"pod", p->pod.name};
-    pl->l[8] = (hbm_export_label){"container", p->pod.name[0] ? p->pod.container : p->container};
-    return 9;
+    pl->l[6] = (hbm_export_label){"container_name", p->container_name};
+    pl->l[7] = (hbm_export_label){"image", p->container_image};
+    pl->l[8] = (hbm_export_label){"namespace", p->pod.ns};
+    pl->l[9] = (hbm_export_label){"pod", p->pod.name};
+    pl->l[10] = (hbm_export_label){"container", p->pod.name[0] ? p->pod.container : p->container};
+    return 11;
 }
 
 /* A pid the driver lists twice on one chip is written once (label sets must be unique). */

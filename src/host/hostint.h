@@ -49,13 +49,33 @@ int hbm_hproc_live_thread(int pidfd, int pid, int *nlive);
 /* Appends path to p->dev_paths unless already there. */
 void hbm_hproc_add_dev(hbm_hproc *p, const char *path, size_t len);
 
+/* A container runtime's state root into out (read under --root): dockerd's data root, from
+ * HBMCTL_DOCKER_ROOT, else /etc/docker/daemon.json's "data-root", else /var/lib/docker;
+ * containers-storage's graphroot and runroot from HBMCTL_STORAGE_ROOT and
+ * HBMCTL_STORAGE_RUNROOT, else /etc/containers/storage.conf, else /var/lib/containers/storage
+ * and /run/containers/storage. */
+typedef enum { HBM_RT_DOCKER, HBM_RT_STORAGE, HBM_RT_STORAGE_RUN } hbm_runtime_root;
+void hbm_host_runtime_root(const char *root, hbm_runtime_root which, char *out, size_t n);
+
 /* The state of the container ci names, into out->container_state: "running", "paused",
  * "gone" (every readable runtime record store lacks the id, the cgroup's own runtime's
  * among them), "unknown" (none readable); "" when ci names no container. With Docker's
- * record, also out->container_name and container_image. cg2 as for hbm_hproc_read_at. */
+ * or containers-storage's record, also out->container_name and container_image. cg2 as
+ * for hbm_hproc_read_at. */
 struct hbm_cgroup_info;
 void hbm_host_container_state(const char *root, const char *cg2,
                               const struct hbm_cgroup_info *ci, hbm_hproc *out);
+
+/* For a process in a container (out->container_id, out->ppid set): whether its parent is
+ * the container's init, into out->parent_container_init and out->parent_comm. */
+void hbm_host_container_parent(const char *root, hbm_hproc *out);
+
+/* A podman pod member's pod (podman pod create, kube play), into out when found: podman
+ * names such a container <pod>-<container> and its pod's hostname is the pod's name (the
+ * HOSTNAME of its OCI config, under containers-storage's graphroot); its namespace and uid
+ * stay "" (podman has none the node records). */
+void hbm_host_libpod_pod(const char *root, const char *container_id, const char *name,
+                         hbm_pod *out);
 
 /* System-wide facts (system.c): each returns -1 only on malformed content. */
 int hbm_host_read_sysv(const char *root, int procfd, hbm_host *h, hbm_err *err);

@@ -109,21 +109,25 @@ int hbm_procfs_parse_pod_logdir(const char *name, size_t len, hbm_pod *out, hbm_
     return 0;
 }
 
-/* Runtime state of one container id, in the order a node most likely runs them. */
+/* Runtime state of one container id, in the order a node most likely runs them, below the
+ * runtime's state root (none: an absolute path). */
 static const struct {
+    int root; /* an hbm_runtime_root, or -1 */
     const char *dir, *file;
 } config_paths[] = {
-    {"/run/containerd/io.containerd.runtime.v2.task/k8s.io/", "/config.json"},
-    {"/run/containers/storage/overlay-containers/", "/userdata/config.json"},
-    {"/var/lib/containers/storage/overlay-containers/", "/userdata/config.json"},
-    {"/var/lib/docker/containers/", "/config.v2.json"},
+    {-1, "/run/containerd/io.containerd.runtime.v2.task/k8s.io/", "/config.json"},
+    {HBM_RT_STORAGE_RUN, "/overlay-containers/", "/userdata/config.json"},
+    {HBM_RT_STORAGE, "/overlay-containers/", "/userdata/config.json"},
+    {HBM_RT_DOCKER, "/containers/", "/config.v2.json"},
 };
 
 static bool from_runtime(const char *root, const char *cid, const char *pod_uid, hbm_pod *out)
 {
     for (size_t i = 0; i < sizeof config_paths / sizeof config_paths[0]; i++) {
-        char full[4096];
-        snprintf(full, sizeof full, "%s%s%s%s", root, config_paths[i].dir, cid,
+        char full[8400], rt[4096] = "";
+        if (config_paths[i].root >= 0)
+            hbm_host_runtime_root(root, config_paths[i].root, rt, sizeof rt);
+        snprintf(full, sizeof full, "%s%s%s%s%s", root, rt, config_paths[i].dir, cid,
                  config_paths[i].file);
         char *buf = NULL;
         size_t n = 0;
@@ -191,6 +195,53 @@ static bool from_pod_logs(const char *root, const char *pod_uid, hbm_pod *out)
     }
     closedir(d);
     return found;
+}
+
+/* HOSTNAME=H in an OCI config's process environment, else NULL. */
+static const char *env_hostname(const json_t *cfg)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(json_object_get(cfg, "process"), "env"), i, v)
+    {
+        const char *e = json_string_value(v);
+        if (e && !strncmp(e, "HOSTNAME=", 9))
+            return e + 9;
+    }
+    return NULL;
+}
+
+void hbm_host_libpod_pod(const char *root, const char *container_id, const char *name,
+                         hbm_pod *out)
+{
+    bool cid_ok = strlen(container_id) == 64 && strspn(container_id, "0123456789abcdef") == 64;
+    if (!cid_ok || !name[0])
+        return;
+    char full[8400], rt[4096];
+    hbm_host_runtime_root(root, HBM_RT_STORAGE, rt, sizeof rt);
+    snprintf(full, sizeof full, "%s%s/overlay-containers/%s/userdata/config.json", root, rt,
+             container_id);
+    char *buf = NULL;
+    size_t n = 0;
+    if (hbm_read_file_at(AT_FDCWD, full, 0, 1 << 22, &buf, &n, NULL) < 0)
+        return;
+    json_t *cfg = json_loadb(buf, n, 0, NULL);
+    free(buf);
+    const json_t *ann = json_object_get(cfg, "annotations");
+    const char *mgr = json_string_value(json_object_get(ann, "io.container.manager"));
+    const char *pod = env_hostname(cfg);
+    size_t pl = pod ? strlen(pod) : 0;
+    /* A pod member (its sandbox is the pod's infra container) named <pod>-<container>. */
+    if (mgr && !strcmp(mgr, "libpod") &&
+        json_is_string(json_object_get(ann, "io.kubernetes.cri-o.SandboxID")) &&
+        k8s_name_ok(pod, pl, sizeof out->name - 1) && !strncmp(name, pod, pl) &&
+        name[pl] == '-' && k8s_name_ok(name + pl + 1, strlen(name + pl + 1),
+                                      sizeof out->container - 1)) {
+        memset(out, 0, sizeof *out);
+        memcpy(out->name, pod, pl + 1);
+        snprintf(out->container, sizeof out->container, "%s", name + pl + 1);
+    }
+    json_decref(cfg);
 }
 
 void hbm_host_pod_lookup(const char *root, const char *container_id, const char *pod_uid,

@@ -210,9 +210,12 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
         snprintf(out->pod_uid, sizeof out->pod_uid, "%s", ci.pod_uid);
         out->cgroup_gone = ci.deleted || cgroup_dir_gone(cg2, ci.v2_path);
         hbm_host_container_state(root, cg2, &ci, out);
+        hbm_host_container_parent(root, out);
         hbm_cgroup_info_free(&ci);
         if (out->pod_uid[0] || out->container_id[0])
             hbm_host_pod_lookup(root, out->container_id, out->pod_uid, &out->pod);
+        if (!out->pod.name[0])
+            hbm_host_libpod_pod(root, out->container_id, out->container_name, &out->pod);
     }
 
     char *env = hbm_hio_slurp(pidfd, "environ", 1 << 20, &len);

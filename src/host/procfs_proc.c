@@ -205,7 +205,10 @@ bool hbm_procfs_container_of(const char *path, size_t len, hbm_cgroup_info *out)
                 break;
             }
         }
-        if (!found && is_hex64(comp, cl)) {
+        /* podman's cgroupfs pods: /libpod_parent/<pod id>/libpod-<id>; the pod is no
+         * container, and taking its id would call every member gone */
+        bool pod_dir = prev && prevl == 13 && !memcmp(prev, "libpod_parent", 13);
+        if (!found && !pod_dir && is_hex64(comp, cl)) {
             /* cgroupfs forms: /docker/<id>, /kubepods/<qos>/pod<uid>/<id>, /libpod_parent/... */
             const char *rt = "";
             if (prev && prevl == 6 && !memcmp(prev, "docker", 6))

@@ -22,30 +22,14 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "orphan") == 0) {
-        int p[2];
-        if (pipe(p) < 0)
-            return 1;
-        pid_t c = fork();
-        if (c < 0)
-            return 1;
+        int fd;
+        pid_t c = fork_engine(&fd);
         if (c == 0) {
-            close(p[0]);
-            prctl(PR_SET_NAME, "VLLM::EngineCor");
             if (argc > 2 && strcmp(argv[2], "ignore-term") == 0)
                 signal(SIGTERM, SIG_IGN);
-            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-                _exit(1);
-            if (write(p[1], "r", 1) != 1)
-                _exit(1);
-            close(p[1]);
-            alarm(300);
-            for (;;)
-                pause();
+            ready(fd);
+            linger();
         }
-        close(p[1]);
-        char ch;
-        if (read(p[0], &ch, 1) != 1)
-            return 1;
         printf("%d\n", (int)c);
         return 0;
     }

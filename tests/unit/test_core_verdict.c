@@ -326,6 +326,46 @@ static void test_orphan_states(void **state)
     }
 }
 
+/* In a running container, a server's worker whose parent is the container's init is left by
+ * its dead server only when that init is a shell or a minimal init: a server that is PID 1
+ * itself is its workers' parent, and a parent that is no container's init is the server. */
+static void test_engine_left_in_container(void **state)
+{
+    (void)state;
+    const struct {
+        const char *comm, *ctr_state, *parent;
+        bool parent_init;
+        hbm_verdict want;
+    } cases[] = {
+        {"VLLM::EngineCor", "running", "bash", true, HBM_VERDICT_ORPHANED},
+        {"VLLM::EngineCor", "running", "tini", true, HBM_VERDICT_ORPHANED},
+        {"VLLM::EngineCor", "running", "python3", true, HBM_VERDICT_BUSY},
+        {"VLLM::EngineCor", "running", "bash", false, HBM_VERDICT_BUSY},
+        {"VLLM::EngineCor", "paused", "bash", true, HBM_VERDICT_BUSY},
+        {"python3", "running", "bash", true, HBM_VERDICT_BUSY},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        hbm_obs obs;
+        hbm_obs_init(&obs);
+        host(&obs, true);
+        hbm_hproc *hp = host_proc(&obs, 300, 290, 'S', cases[k].comm);
+        snprintf(hp->container_id, sizeof hp->container_id, "%064d", 7);
+        snprintf(hp->container_name, sizeof hp->container_name, "vllm-left");
+        snprintf(hp->container_state, sizeof hp->container_state, "%s", cases[k].ctr_state);
+        snprintf(hp->parent_comm, sizeof hp->parent_comm, "%s", cases[k].parent);
+        hp->parent_container_init = cases[k].parent_init;
+        hbm_device *d = chip(&obs, "910B3", 64 * HBM_GIB, 30 * HBM_GIB);
+        listed(d, 300, 26 * HBM_GIB);
+        hbm_verdict_apply(&obs);
+        if (d->verdict != cases[k].want ||
+            (cases[k].want == HBM_VERDICT_ORPHANED &&
+             !strstr(d->reason, "init of running container vllm-left (pid 290, ")))
+            fail_msg("case %zu: %s (%s), want %s", k, hbm_verdict_name(d->verdict), d->reason,
+                     hbm_verdict_name(cases[k].want));
+        hbm_obs_free(&obs);
+    }
+}
+
 /* A process listed with a small entry here and most of its memory on another chip is named
  * as a context entry of that chip. */
 static void test_context_entry(void **state)
@@ -392,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_precedence),      cmocka_unit_test(test_baselines),
         cmocka_unit_test(test_margin),          cmocka_unit_test(test_refined_baseline),
         cmocka_unit_test(test_dead_or_unseen),  cmocka_unit_test(test_orphan_states),
+        cmocka_unit_test(test_engine_left_in_container),
         cmocka_unit_test(test_context_entry),   cmocka_unit_test(test_utilisation),
         cmocka_unit_test(test_missing_facts),
     };

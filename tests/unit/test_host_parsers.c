@@ -140,6 +140,12 @@ static void test_cgroup_runtimes(void **state)
     cg(t, ID, "podman", "", false);
     snprintf(t, sizeof t, "0::/libpod_parent/libpod-%s\n", ID);
     cg(t, ID, "podman", "", false);
+    /* a member of a podman pod under cgroupfs: the pod's id comes first and is no container */
+    snprintf(t, sizeof t,
+             "0::/libpod_parent/"
+             "69134ac511cf8c851f0782ca603fa0c3f3528f2f590af36cad8da14de5f84bb7/libpod-%s\n",
+             ID);
+    cg(t, ID, "podman", "", false);
     /* a container whose cgroup was removed while a zombie still points at it */
     snprintf(t, sizeof t, "0::/system.slice/docker-%s.scope (deleted)\n", ID);
     cg(t, ID, "docker", "", true);

@@ -4,6 +4,12 @@
 # the daemon, the processes the test recorded in $pids and the cgroup directories an escaped
 # process kept.
 #
+# The engines' device nodes are /dev/hbmtestN inside the containers, matched by this pattern
+# alone: a test running beside these (default patterns: /dev/nvidia*, /dev/davinci* and the
+# like) must not see a device file held, or its own holders, which hold none, would be refused
+# by the device-file proof.
+export HBMCTL_DEVICE_PATTERNS="/dev/hbmtest*"
+#
 # $D stays short (/tmp/hbmdk.XXXX): a unix socket path is limited to 108 bytes, and the suite
 # also runs from a 150-character checkout path (e2e_long_path).
 
@@ -105,12 +111,12 @@ ctr_pid() {
     return 1
 }
 
-# ctr_image: the image hbm-test:1 (busybox and ctr_engine), and device nodes $D/nvidia0
-# and $D/nvidia1 (null's numbers) that an engine keeps open as a driver's context keeps the
-# real one: the host sees it holding /dev/nvidiaN.
+# ctr_image: the image hbm-test:1 (busybox and ctr_engine), and device nodes $D/hbmtest0
+# and $D/hbmtest1 (null's numbers) that an engine keeps open as a driver's context keeps the
+# real one: the host sees it holding /dev/hbmtestN.
 ctr_image() {
-    mknod "$D/nvidia0" c 1 3
-    mknod "$D/nvidia1" c 1 3
+    mknod "$D/hbmtest0" c 1 3
+    mknod "$D/hbmtest1" c 1 3
     ctr_rootfs "$D/rootfs" "$HBM_HELPERS/ctr_engine"
     tar -C "$D/rootfs" -c . | timeout 60 "${CTR_CLI[@]}" import - hbm-test:1 >/dev/null ||
         { echo "FAIL: ${CTR_CLI[0]} import"; exit 1; }

@@ -12,14 +12,14 @@ set -u
 . "$HBM_SRC/tests/e2e/containers.bash"
 docker_scene
 
-dev_args() { echo --network none --device "$D/nvidia$1:/dev/nvidia$1"; }
+dev_args() { echo --network none --device "$D/hbmtest$1:/dev/hbmtest$1"; }
 # a loop, so the shell stays PID 1 (a shell may exec its last command)
 left=$(timeout 60 docker run -d --name vllm-left $(dev_args 0) hbm-test:1 sh -c \
-    'ctr_engine /dev/nvidia0 /tmp/engine.pid server-exits; while :; do sleep 1; done') ||
+    'ctr_engine /dev/hbmtest0 /tmp/engine.pid server-exits; while :; do sleep 1; done') ||
     { echo "FAIL: docker run"; exit 1; }
 CTR_IDS+=("$left")
 pid1=$(timeout 60 docker run -d --name vllm-pid1 $(dev_args 1) hbm-test:1 \
-    ctr_engine /dev/nvidia1 /tmp/engine.pid) || { echo "FAIL: docker run"; exit 1; }
+    ctr_engine /dev/hbmtest1 /tmp/engine.pid) || { echo "FAIL: docker run"; exit 1; }
 CTR_IDS+=("$pid1")
 engine0=$(ctr_pid "$left" VLLM::EngineCor) || { echo "FAIL: no engine in vllm-left"; exit 1; }
 engine1=$(ctr_pid "$pid1" VLLM::EngineCor) || { echo "FAIL: no engine in vllm-pid1"; exit 1; }

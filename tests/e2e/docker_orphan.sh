@@ -18,11 +18,11 @@ set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 . "$HBM_SRC/tests/e2e/containers.bash"
 docker_scene
-run() { # NAME GPU ARGS...: a detached container whose engine holds /dev/nvidiaGPU
+run() { # NAME GPU ARGS...: a detached container whose engine holds /dev/hbmtestGPU
     local name=$1 gpu=$2
     shift 2
-    timeout 60 docker run -d --name "$name" --network none --device "$D/nvidia$gpu:/dev/nvidia$gpu" \
-        "$@" hbm-test:1 sh -c "ctr_engine /dev/nvidia$gpu /tmp/engine.pid ${CTR_ENGINE_ARGS:-} & wait"
+    timeout 60 docker run -d --name "$name" --network none --device "$D/hbmtest$gpu:/dev/hbmtest$gpu" \
+        "$@" hbm-test:1 sh -c "ctr_engine /dev/hbmtest$gpu /tmp/engine.pid ${CTR_ENGINE_ARGS:-} & wait"
 }
 healthy=$(run vllm-healthy 1) || { echo "FAIL: docker run"; exit 1; }
 CTR_IDS+=("$healthy")

@@ -22,19 +22,19 @@ spec:
   containers:
   - name: engine
     image: localhost/hbm-test:1
-    command: ["/bin/sh", "-c", "/bin/ctr_engine /dev/nvidia0 /tmp/engine.pid; while :; do sleep 1; done"]
+    command: ["/bin/sh", "-c", "/bin/ctr_engine /dev/hbmtest0 /tmp/engine.pid; while :; do sleep 1; done"]
     volumeMounts:
-    - {name: gpu, mountPath: /dev/nvidia0}
+    - {name: gpu, mountPath: /dev/hbmtest0}
   volumes:
-  - {name: gpu, hostPath: {path: $D/nvidia0, type: CharDevice}}
+  - {name: gpu, hostPath: {path: $D/hbmtest0, type: CharDevice}}
 EOF
 timeout 120 "${CTR_CLI[@]}" kube play --network none "$D/pod.yaml" >"$D/play.log" 2>&1 ||
     { cat "$D/play.log"; echo "FAIL: podman kube play"; exit 1; }
 inpod=$(timeout 10 "${CTR_CLI[@]}" inspect -f '{{.Id}}' vllm-pod-engine)
 CTR_IDS+=("$inpod")
 plain=$(timeout 60 "${CTR_CLI[@]}" run -d --name vllm-plain --network none \
-    --device "$D/nvidia1:/dev/nvidia1" localhost/hbm-test:1 /bin/sh -c \
-    '/bin/ctr_engine /dev/nvidia1 /tmp/engine.pid; while :; do sleep 1; done') ||
+    --device "$D/hbmtest1:/dev/hbmtest1" localhost/hbm-test:1 /bin/sh -c \
+    '/bin/ctr_engine /dev/hbmtest1 /tmp/engine.pid; while :; do sleep 1; done') ||
     { echo "FAIL: podman run"; exit 1; }
 CTR_IDS+=("$plain")
 engine0=$(ctr_pid "$inpod" VLLM::EngineCor) || { echo "FAIL: no engine in vllm-pod"; exit 1; }

@@ -39,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' \
+printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\nlock_type = "file"\n' \
     >"$D/containers.conf"
 mkdir -p "$D/rootfs/bin" "$D/rootfs/dev" "$D/rootfs/proc" "$D/rootfs/sys" "$D/share" \
     "$D/hooks" "$D/hooks-bad" "$D/hooks-ann"

@@ -23,6 +23,7 @@ typedef struct hbm_pod {
     char name[256];     /* pod name (a DNS subdomain: at most 253) */
     char uid[40];
     char container[64]; /* container name within the pod */
+    char image[256];    /* the container's image as the runtime's annotations name it, else "" */
 } hbm_pod;
 
 typedef struct hbm_hproc {

@@ -38,27 +38,41 @@ static bool uid_ok(const char *s, size_t n)
     return true;
 }
 
-static bool take(const json_t *o, const char *key, char *dst, size_t cap, bool uid)
+/* An image reference (registry/name:tag@sha256:digest): its grammar's characters only. */
+static bool image_ok(const char *s, size_t n, size_t max)
+{
+    return n > 0 && n <= max &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@+") == n;
+}
+
+enum take_kind { TAKE_NAME, TAKE_UID, TAKE_IMAGE };
+
+static bool take(const json_t *o, const char *key, char *dst, size_t cap, enum take_kind kind)
 {
     const char *v = json_string_value(json_object_get(o, key));
     if (!v)
         return false;
     size_t n = strlen(v);
-    if (uid ? !uid_ok(v, n) : !k8s_name_ok(v, n, cap - 1))
+    bool ok = kind == TAKE_UID     ? uid_ok(v, n)
+              : kind == TAKE_IMAGE ? image_ok(v, n, cap - 1)
+                                   : k8s_name_ok(v, n, cap - 1);
+    if (!ok)
         return false;
     memcpy(dst, v, n + 1);
     return true;
 }
 
 /* The key families of the three runtimes: containerd's CRI plugin, then the dockershim
- * names that CRI-O and cri-dockerd kept. */
+ * names that CRI-O and cri-dockerd kept (the image under CRI-O's own key; cri-dockerd's is in
+ * Docker's record, read for every Docker container). */
 static const struct {
-    const char *ns, *name, *uid, *container;
+    const char *ns, *name, *uid, *container, *image;
 } families[] = {
     {"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name",
-     "io.kubernetes.cri.sandbox-uid", "io.kubernetes.cri.container-name"},
+     "io.kubernetes.cri.sandbox-uid", "io.kubernetes.cri.container-name",
+     "io.kubernetes.cri.image-name"},
     {"io.kubernetes.pod.namespace", "io.kubernetes.pod.name", "io.kubernetes.pod.uid",
-     "io.kubernetes.container.name"},
+     "io.kubernetes.container.name", "io.kubernetes.cri-o.ImageName"},
 };
 
 int hbm_procfs_parse_pod_config(const char *buf, size_t len, hbm_pod *out, hbm_err *err)
@@ -78,11 +92,12 @@ int hbm_procfs_parse_pod_config(const char *buf, size_t len, hbm_pod *out, hbm_e
     for (size_t f = 0; json_is_object(ann) && f < sizeof families / sizeof families[0]; f++) {
         hbm_pod p;
         memset(&p, 0, sizeof p);
-        if (!take(ann, families[f].ns, p.ns, sizeof p.ns, false) ||
-            !take(ann, families[f].name, p.name, sizeof p.name, false))
+        if (!take(ann, families[f].ns, p.ns, sizeof p.ns, TAKE_NAME) ||
+            !take(ann, families[f].name, p.name, sizeof p.name, TAKE_NAME))
             continue;
-        take(ann, families[f].uid, p.uid, sizeof p.uid, true);
-        take(ann, families[f].container, p.container, sizeof p.container, false);
+        take(ann, families[f].uid, p.uid, sizeof p.uid, TAKE_UID);
+        take(ann, families[f].container, p.container, sizeof p.container, TAKE_NAME);
+        take(ann, families[f].image, p.image, sizeof p.image, TAKE_IMAGE);
         *out = p;
         break;
     }

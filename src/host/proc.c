@@ -216,6 +216,8 @@ int hbm_hproc_read_at(int pidfd, int pid, const char *root, const char *cg2, hbm
             hbm_host_pod_lookup(root, out->container_id, out->pod_uid, &out->pod);
         if (!out->pod.name[0])
             hbm_host_libpod_pod(root, out->container_id, out->container_name, &out->pod);
+        if (!out->container_image[0] && out->pod.image[0]) /* containerd's and CRI-O's */
+            memcpy(out->container_image, out->pod.image, sizeof out->pod.image);
     }
 
     char *env = hbm_hio_slurp(pidfd, "environ", 1 << 20, &len);

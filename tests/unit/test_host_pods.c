@@ -79,6 +79,31 @@ static void test_several_containers_not_guessed(void **state)
     assert_string_equal(p.name, "");
 }
 
+static void test_images(void **state)
+{
+    (void)state;
+    hbm_pod p;
+    hbm_err err;
+    /* containerd's CRI plugin and CRI-O name the image in their own keys */
+    const char *cd = "{\"annotations\": {\"io.kubernetes.cri.sandbox-namespace\": \"ml\","
+                     "\"io.kubernetes.cri.sandbox-name\": \"vllm-0\","
+                     "\"io.kubernetes.cri.image-name\": \"registry.example:5000/ml/vllm:v0.9.2\"}}";
+    assert_int_equal(hbm_procfs_parse_pod_config(cd, strlen(cd), &p, &err), 0);
+    assert_string_equal(p.image, "registry.example:5000/ml/vllm:v0.9.2");
+    const char *crio = "{\"annotations\": {\"io.kubernetes.pod.namespace\": \"ml\","
+                       "\"io.kubernetes.pod.name\": \"vllm-0\","
+                       "\"io.kubernetes.cri-o.ImageName\": \"quay.io/ml/vllm@sha256:0a1b\"}}";
+    assert_int_equal(hbm_procfs_parse_pod_config(crio, strlen(crio), &p, &err), 0);
+    assert_string_equal(p.image, "quay.io/ml/vllm@sha256:0a1b");
+    /* a value no image reference can be (a control byte, a space) is not taken */
+    const char *bad = "{\"annotations\": {\"io.kubernetes.pod.namespace\": \"ml\","
+                      "\"io.kubernetes.pod.name\": \"vllm-0\","
+                      "\"io.kubernetes.cri-o.ImageName\": \"vllm\\u001b[2J latest\"}}";
+    assert_int_equal(hbm_procfs_parse_pod_config(bad, strlen(bad), &p, &err), 0);
+    assert_string_equal(p.name, "vllm-0");
+    assert_string_equal(p.image, "");
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -108,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_removed_container_from_pod_logs),
         cmocka_unit_test(test_absent_is_empty),
         cmocka_unit_test(test_several_containers_not_guessed),
+        cmocka_unit_test(test_images),
         cmocka_unit_test(test_parsers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

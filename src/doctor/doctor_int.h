@@ -42,8 +42,8 @@ typedef struct doc_ctx {
 typedef void doc_check(const doc_ctx *c, hbm_findings *out);
 doc_check doc_check_holders, doc_check_devices, doc_check_sysv, doc_check_posix,
     doc_check_host_memory; /* findings.c */
-doc_check doc_check_servers;  /* servers.c */
-doc_check doc_check_progress; /* progress.c */
+doc_check doc_check_servers;  /* server_checks.c */
+doc_check doc_check_progress; /* stalled.c */
 
 /* Helpers every rule file uses (finding.c), so rule files never call each other. */
 

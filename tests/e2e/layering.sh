@@ -2,7 +2,8 @@
 # The folders of src/ are one-way layers: scripts/layering.py reads the build's object files
 # (who defines and who uses each function), the #include lines and CMakeLists.txt, and
 # fails on an upward or undeclared use, an unused declared link, a cycle between folders,
-# files calling each other round a cycle of any length, or an ARCHITECTURE.md table that disagrees with CMake.
+# files calling each other round a cycle of any length, or an ARCHITECTURE.md table that disagrees with CMake;
+# and two files under src/ sharing a name.
 # First the real tree, then small synthetic trees, each with one violation planted.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
@@ -10,6 +11,15 @@ scratch
 checker="$HBM_SRC/scripts/layering.py"
 
 check "the source tree is layered" python3 "$checker" "$HBM_SRC" "$HBM_BUILD"
+
+# A file name says which file it is: no two files under src/ share one (a debugger's
+# backtrace, a grep hit or a review comment names only the file).
+shared_names() { find "$1/src" -name '*.[ch]' -printf '%f\n' | sort | uniq -d; }
+check "no two files under src/ share a name ($(shared_names "$HBM_SRC" | tr '\n' ' '))" \
+    test -z "$(shared_names "$HBM_SRC")"
+mkdir -p "$tmp/names/src/a" "$tmp/names/src/b"
+touch "$tmp/names/src/a/scan.c" "$tmp/names/src/b/scan.c"
+check "two folders' scan.c are caught" test "$(shared_names "$tmp/names")" = scan.c
 
 # tree DIR: a two-module tree (low below high) that passes; cases then change one thing.
 tree() {

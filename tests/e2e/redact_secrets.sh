@@ -195,7 +195,8 @@ clean_of_secrets "old snapshot replayed" "$tmp/replay.json"
 if [ "$(sed 's/.*) //' "/proc/$srv/stat" | cut -d' ' -f2)" = 1 ]; then
     "$HBMCTL" clean --apply >"$tmp/apply.txt" 2>&1
     both "clean --apply" "$tmp/apply.txt"
-    check "audit log written" test -s "$tmp/audit.jsonl"
+    check "audit log written (clean --apply said what it did in $tmp/apply.txt)" \
+        bash -c "test -s '$tmp/audit.jsonl' || { cat '$tmp/apply.txt'; false; }"
     clean_of_secrets "audit log" "$tmp/audit.jsonl"
 fi
 finish

@@ -19,7 +19,7 @@ wait_gone() { remedy_gone "$1"; }
 step() { jq -r ".steps[] | select(.text | test(\"pid $2 \")) | $3" "$1"; }
 
 remedy_orphan old 0
-sleep 300 7<"$tmp/dev/davinci2" &
+sleep 300 7<"$tmp/accel/davinci2" &
 live=$!
 pids+=("$live")
 scenario "$old" 0 "$live"

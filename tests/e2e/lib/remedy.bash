@@ -12,20 +12,22 @@ remedy_private_shm() { # "$0" "$@"
     mount -t tmpfs -o size=1m tmpfs /dev/shm || { echo "FAIL: cannot mount /dev/shm"; exit 1; }
 }
 
-# remedy_devices: "device files" $tmp/dev/davinci0..5 that HBMCTL_DEVICE_PATTERNS matches, as a
-# real holder keeps /dev/davinciN open; the audit log under $tmp.
+# remedy_devices: "device files" $tmp/accel/davinci0..5 that HBMCTL_DEVICE_PATTERNS matches, as a
+# real holder keeps /dev/davinciN open; the audit log under $tmp. Not under a directory named
+# dev: the default patterns find davinci* below any .../dev/, and every test running beside
+# this one would see them held and refuse its own holders (tests/e2e/suite_isolation.sh).
 remedy_devices() {
     export HBMCTL_AUDIT_LOG="$tmp/audit.jsonl"
-    mkdir -p "$tmp/dev"
-    for i in 0 1 2 3 4 5; do : >"$tmp/dev/davinci$i"; done
-    export HBMCTL_DEVICE_PATTERNS="$tmp/dev/davinci*"
+    mkdir -p "$tmp/accel"
+    for i in 0 1 2 3 4 5; do : >"$tmp/accel/davinci$i"; done
+    export HBMCTL_DEVICE_PATTERNS="$tmp/accel/davinci*"
 }
 
 # remedy_orphan VAR N: VAR = the pid of a real orphan (VLLM::EngineCor, parent gone) holding
 # device file N, in $pids. Skips the test where orphans go to a subreaper rather than init.
 remedy_orphan() {
     local p
-    p=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/dev/davinci$2")
+    p=$("$HBM_BUILD/doc_proc" orphan 7<"$tmp/accel/davinci$2")
     pids+=("$p")
     if [ "$(sed 's/.*) //' "/proc/$p/stat" | cut -d' ' -f2)" != 1 ]; then
         echo "SKIP: orphans are adopted by a subreaper here, not by init"

@@ -112,7 +112,8 @@ typedef struct hbm_webconfig {
     char key_file[512];
     hbm_web_user users[HBM_WEB_USERS_MAX]; /* basic_auth_users */
     size_t nusers;
-    char dummy[32]; /* bcrypt setting an unknown user's password is checked against */
+    char dummy[48]; /* bcrypt setting an unknown user's password is checked against (room for
+                       any int a cost field may hold) */
     char *cert_pem; /* owned: the files' contents, read by hbm_webconfig_load */
     char *key_pem;
 } hbm_webconfig;

@@ -16,6 +16,7 @@
 #include "hbm/util.h"
 #include "host/hostint.h"
 #include "host/lex.h"
+#include "hbm/text.h"
 
 /* A listening socket's inode, for finding its owner among the fd links. */
 typedef struct inode_ix {
@@ -316,7 +317,7 @@ static int scan_procs(scan_ctx *c, hbm_err *err)
          * one read in full, and for one without fds (a zombie leader's live threads). A pid
          * reused between the two would need the pid space to wrap in that instant. */
         char at[24];
-        snprintf(at, sizeof at, "%s/", e->d_name);
+        snprintf(at, sizeof at, "%d/", pid);
         hits hit = {0};
         int pidfd = -1;
         if (inspect(c, c->procfd, at, pid, &hit) == 0) {
@@ -390,9 +391,9 @@ static void detect_pidns(const char *root, int procfd, hbm_host *h)
     }
     free(cg);
     h->sees_host_pids = false;
-    snprintf(h->sees_host_pids_why, sizeof h->sees_host_pids_why,
-             "no kernel threads visible (pid 1 is %s%s): a container's PID namespace, driver "
-             "pids are host pids it may not see", init, ctr);
+    hbm_text_fitf(h->sees_host_pids_why, sizeof h->sees_host_pids_why,
+                  "no kernel threads visible (pid 1 is %s%s): a container's PID namespace, driver "
+                  "pids are host pids it may not see", init, ctr);
 }
 
 static double read_btime(int procfd)

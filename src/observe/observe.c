@@ -165,8 +165,8 @@ int hbm_observe(hbm_obs *obs, const hbm_source_opts *opts, hbm_err *err)
             /* A broken driver or a container without the vendor libraries: the host facts
              * still say what is stale, so look at those and say what was skipped. */
             snprintf(obs->backend, sizeof obs->backend, "none");
-            snprintf(obs->backend_why, sizeof obs->backend_why,
-                     "no accelerator backend found (%s)", tried);
+            hbm_text_fitf(obs->backend_why, sizeof obs->backend_why,
+                          "no accelerator backend found (%s)", tried);
         }
     } else {
         chosen = find_backend(want);

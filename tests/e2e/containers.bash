@@ -13,6 +13,11 @@ export HBMCTL_DEVICE_PATTERNS="/dev/hbmtest*"
 # $D stays short (/tmp/hbmdk.XXXX): a unix socket path is limited to 108 bytes, and the suite
 # also runs from a 150-character checkout path (e2e_long_path).
 
+# Once per `make test`: the daemons' tests take the longest and the code they reach (runtime
+# state, container verdicts, clean) runs under the sanitizers in the --root fixture tests
+# (e2e_doctor_container_state, e2e_hook_input).
+[ "${HBM_SANITIZE:-OFF}" = ON ] && { echo "SKIP: run by the plain build"; exit 77; }
+
 # ctr_skip_or_fail WHAT LOG: the daemon did not come up. Skip only where the kernel refused
 # it (the reason from its log), fail otherwise.
 ctr_skip_or_fail() {

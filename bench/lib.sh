@@ -1,5 +1,5 @@
 # Sourced by the bench scripts (not a bench: not executable). Medians, timing of one
-# command, and filling the host with idle processes at the sizes every bench uses.
+# command (wall or CPU), and filling the host with idle processes at the sizes every bench uses.
 # The caller sets BENCH_BUILD (the build directory) and BENCH_TMP (its scratch directory).
 
 # Host sizes, in processes the bench adds: HBM_BENCH_SIZES="1000 5000 20000" by default.
@@ -21,6 +21,10 @@ bench_time() { # CMD...: its wall time in milliseconds (its output and status ig
     "$@" >/dev/null 2>&1 </dev/null || true
     t1=$EPOCHREALTIME
     awk -v a="${t0/,/.}" -v b="${t1/,/.}" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }'
+}
+
+bench_cpu_time() { # CMD...: its CPU time, user + system, in milliseconds (bench/cpu_time.c)
+    "$BENCH_BUILD/bench_cpu_time" "$@"
 }
 
 # bench_fill N [bench_procs options]: N more idle processes (bench/procs.c), held until

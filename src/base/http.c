@@ -1,11 +1,11 @@
 #include "hbm/http.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hbm/dl.h"
 #include "hbm/util.h"
 
 #ifndef HBM_STATIC_BUILD
@@ -29,32 +29,19 @@ static bool load_curl(void)
     if (curl.tried)
         return curl.ok;
     curl.tried = true;
-    const char *path = getenv("HBMCTL_CURL_LIB");
-    if (!path || !*path)
-        path = "libcurl.so.4";
+    const hbm_dl_sym syms[] = {
+        {"curl_global_init", (void **)&curl.global_init},
+        {"curl_easy_init", (void **)&curl.easy_init},
+        {"curl_easy_setopt", (void **)&curl.easy_setopt},
+        {"curl_easy_perform", (void **)&curl.easy_perform},
+        {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
+        {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
+        {"curl_easy_strerror", (void **)&curl.easy_strerror},
+    };
     /* Never unloaded: libcurl's TLS backends keep global state for the process lifetime. */
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(curl.why, sizeof curl.why, "cannot load %s (install libcurl4): %s", path,
-                 dlerror());
+    if (!hbm_dl_load("HBMCTL_CURL_LIB", "libcurl.so.4", "libcurl4", syms,
+                     sizeof syms / sizeof *syms, curl.why, sizeof curl.why))
         return false;
-    }
-#define SYM(field, name)                                                                     \
-    do {                                                                                     \
-        *(void **)&curl.field = dlsym(h, name);                                              \
-        if (!curl.field) {                                                                   \
-            snprintf(curl.why, sizeof curl.why, "%s lacks %s", path, name);                  \
-            return false;                                                                    \
-        }                                                                                    \
-    } while (0)
-    SYM(global_init, "curl_global_init");
-    SYM(easy_init, "curl_easy_init");
-    SYM(easy_setopt, "curl_easy_setopt");
-    SYM(easy_perform, "curl_easy_perform");
-    SYM(easy_getinfo, "curl_easy_getinfo");
-    SYM(easy_cleanup, "curl_easy_cleanup");
-    SYM(easy_strerror, "curl_easy_strerror");
-#undef SYM
     if (curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(curl.why, sizeof curl.why, "libcurl failed to initialise");
         return false;

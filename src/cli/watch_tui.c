@@ -12,6 +12,7 @@
 
 #include <ncurses.h>
 
+#include "ncurses_lib.h"
 #include "watch_session.h"
 
 enum sort_key { SORT_ID, SORT_USED, SORT_GROWTH, SORT_N };
@@ -346,6 +347,11 @@ int watch_tui_run(watch_ctx *c)
     v.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
     if (watch_sample(c) < 0) {
         cli_errorf("%s", c->error);
+        return CLI_EXIT_ERROR;
+    }
+    const char *why = watch_curses_load();
+    if (why) {
+        cli_errorf("watch: cannot start the terminal view: %s", why);
         return CLI_EXIT_ERROR;
     }
     SCREEN *scr = newterm(NULL, cli_raw_stdout(), stdin); /* ncurses escapes what it draws */

@@ -496,6 +496,8 @@ static int check_templates(loader *ld, const hbm_catalog *cat, size_t idx)
 int hbm_explain_catalog_parse(const char *text, size_t len, const char *origin,
                               hbm_catalog **out, hbm_err *err)
 {
+    if (expl_pcre_load(err) < 0)
+        return -1;
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
     if (!root)

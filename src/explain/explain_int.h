@@ -7,6 +7,18 @@
 
 #include "hbm/explain.h"
 
+/* Loads PCRE2 (pcre.c) before the first pattern is compiled; 0, or -1 saying why. The
+ * static build links it. */
+#ifdef HBM_STATIC_BUILD
+static inline int expl_pcre_load(hbm_err *err)
+{
+    (void)err;
+    return 0;
+}
+#else
+int expl_pcre_load(hbm_err *err);
+#endif
+
 /* Many literal needles found in one pass over a line: each position's two bytes index a
  * table of the needles starting with them, so a line costs about one lookup per byte
  * whatever the number of needles. */

@@ -6,7 +6,6 @@
  * the library never binds to these. Every function is reached only after
  * hbm_export_mhd_load succeeded, except the two that start things, which load it. */
 #ifdef HBM_HAVE_MHD
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <microhttpd.h>
 
 #include "export/mhd.h"
+#include "hbm/dl.h"
 
 static struct {
     bool tried, ok;
@@ -47,40 +47,27 @@ static bool load(void)
     if (mhd.tried)
         return mhd.ok;
     mhd.tried = true;
-    const char *path = getenv("HBMCTL_MHD_LIB");
-    if (!path || !*path)
-        path = "libmicrohttpd.so.12";
+    const hbm_dl_sym syms[] = {
+        {"MHD_start_daemon_va", (void **)&mhd.start_daemon_va},
+        {"MHD_stop_daemon", (void **)&mhd.stop_daemon},
+        {"MHD_get_daemon_info", (void **)&mhd.get_daemon_info},
+        {"MHD_is_feature_supported", (void **)&mhd.is_feature_supported},
+        {"MHD_create_response_from_buffer", (void **)&mhd.create_response_from_buffer},
+        {"MHD_add_response_header", (void **)&mhd.add_response_header},
+        {"MHD_destroy_response", (void **)&mhd.destroy_response},
+        {"MHD_queue_response", (void **)&mhd.queue_response},
+        {"MHD_basic_auth_get_username_password", (void **)&mhd.basic_auth_get_username_password},
+        {"MHD_queue_basic_auth_fail_response", (void **)&mhd.queue_basic_auth_fail_response},
+        {"MHD_free", (void **)&mhd.free},
+        {"MHD_get_connection_info", (void **)&mhd.get_connection_info},
+        {"MHD_lookup_connection_value_n", (void **)&mhd.lookup_connection_value_n},
+        {"MHD_suspend_connection", (void **)&mhd.suspend_connection},
+        {"MHD_resume_connection", (void **)&mhd.resume_connection},
+    };
     /* never unloaded: its daemon threads run until the process ends */
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(mhd.why, sizeof mhd.why, "cannot load %s (install libmicrohttpd12): %s", path,
-                 dlerror());
+    if (!hbm_dl_load("HBMCTL_MHD_LIB", "libmicrohttpd.so.12", "libmicrohttpd12", syms,
+                     sizeof syms / sizeof *syms, mhd.why, sizeof mhd.why))
         return false;
-    }
-#define SYM(field, name)                                                                     \
-    do {                                                                                     \
-        *(void **)&mhd.field = dlsym(h, name);                                               \
-        if (!mhd.field) {                                                                    \
-            snprintf(mhd.why, sizeof mhd.why, "%s lacks %s", path, name);                    \
-            return false;                                                                    \
-        }                                                                                    \
-    } while (0)
-    SYM(start_daemon_va, "MHD_start_daemon_va");
-    SYM(stop_daemon, "MHD_stop_daemon");
-    SYM(get_daemon_info, "MHD_get_daemon_info");
-    SYM(is_feature_supported, "MHD_is_feature_supported");
-    SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
-    SYM(add_response_header, "MHD_add_response_header");
-    SYM(destroy_response, "MHD_destroy_response");
-    SYM(queue_response, "MHD_queue_response");
-    SYM(basic_auth_get_username_password, "MHD_basic_auth_get_username_password");
-    SYM(queue_basic_auth_fail_response, "MHD_queue_basic_auth_fail_response");
-    SYM(free, "MHD_free");
-    SYM(get_connection_info, "MHD_get_connection_info");
-    SYM(lookup_connection_value_n, "MHD_lookup_connection_value_n");
-    SYM(suspend_connection, "MHD_suspend_connection");
-    SYM(resume_connection, "MHD_resume_connection");
-#undef SYM
     mhd.ok = true;
     return true;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/libcrypt.h"
 #include "hbm/export.h"
 
 #define LINE_MAX_LEN 1024
@@ -250,6 +251,9 @@ int hbm_webconfig_load(const char *path, hbm_webconfig *w, hbm_err *err)
     }
     int rc = hbm_webconfig_parse(buf, n, path, w, err);
     free(buf);
+    /* at start-up rather than at the first scrape: a missing libcrypt is a setup error */
+    if (rc == 0 && w->nusers && hbm_export_crypt_load(err) < 0)
+        return -1;
     if (rc < 0 || !w->cert_file[0])
         return rc;
     if (!(w->cert_pem = read_beside(path, w->cert_file, "cert_file", err)) ||

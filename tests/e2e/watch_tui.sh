@@ -1,7 +1,8 @@
 #!/bin/bash
 # hbmctl watch full screen, in a real terminal (tmux): it shows the devices of a fake-driver
 # scene with their verdicts and history, the processes of the selected device, details on
-# Enter, another sort on s, another device on Down and on a digit, and quits on q.
+# Enter, another sort on s, another device on Down and on a digit, and quits on q; without
+# ncurses it says so.
 set -u
 . "$HBM_SRC/tests/e2e/common.bash"
 scratch
@@ -66,4 +67,14 @@ check "rows in used-memory order ($order)" test "$order" = 201
 keys q
 for _ in $(seq 100); do [ -s "$tmp/exit" ] && break; sleep 0.1; done
 check "q quits with exit 0" grep -q "EXITED 0" "$tmp/exit"
+
+# ncurses is loaded when the view starts (no other command maps it): without it, the view
+# says which library and exits 2 instead of crashing
+HBMCTL_NVML_LIB="$HBM_FAKES/libnvidia-ml.so.1" HBMCTL_DCMI_LIB="$tmp/none.so" \
+    HBM_FAKE_NVML_SCENARIO="$tmp/scenario.json" HBMCTL_NCURSES_LIB="$tmp/none.so" TERM=screen \
+    timeout 20 script -qec "'$HBMCTL' watch --interval 200ms" /dev/null >"$tmp/nolib.out" 2>&1
+rc=$?
+check "without ncurses: exit 2 ($rc)" test $rc -eq 2
+check "... naming the library ($(tr -d '\r' <"$tmp/nolib.out"))" \
+    grep -q "cannot load $tmp/none.so (install libncursesw6)" "$tmp/nolib.out"
 finish

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 #include "hbm/util.h"
 
 #ifndef HBM_STATIC_BUILD

@@ -9,7 +9,7 @@
 
 #include <ncurses.h>
 
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 #include "ncurses_lib.h"
 
 WINDOW *stdscr;

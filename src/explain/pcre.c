@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "explain_int.h"
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 
 static struct {
     bool tried, ok;

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "export/libcrypt.h"
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 
 static struct {
     bool tried, ok;

@@ -14,7 +14,7 @@
 #include <microhttpd.h>
 
 #include "export/mhd.h"
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 
 static struct {
     bool tried, ok;

@@ -1,4 +1,4 @@
-#include "hbm/dl.h"
+#include "hbm/libload.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* Shared libraries loaded on first use rather than linked, so a command maps only what it
  * uses: `run`, a container's PID 1, maps neither the HTTP server, the terminal UI, the regex
  * engine nor libcrypt (docs/bench.md). */
-#ifndef HBM_DL_H
-#define HBM_DL_H
+#ifndef HBM_LIBLOAD_H
+#define HBM_LIBLOAD_H
 
 #include <stddef.h>
 

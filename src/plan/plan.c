@@ -318,7 +318,7 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                                    "returned 0 before 0.29)"));
     /* torch.compile runs inside V1's profile run when its cache misses: the same card and
      * flags printed 1.28 GiB of peak activation compiling and 0.44 GiB loading the cached
-     * graph (docs/planner.md, "Compiling in the profile run") */
+     * graph (docs/planner.md, "Compiling in the profile run"); measured on CUDA only */
     if (!ascend && !c->r.v0 && !f->eager)
         plan_add_note(res, hbm_xstrdup("the figures assume vLLM loads the compiled model from its "
                                        "compile cache (a restart with the same model and flags); "

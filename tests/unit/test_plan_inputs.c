@@ -201,8 +201,8 @@ static void test_sampler_choice(void **state)
 }
 
 /* A compiled plan says it assumes vLLM's compile cache is warm: a profile run that compiles
- * has left up to 1.9 GiB less (docs/planner.md); nothing is compiled with --enforce-eager, by
- * V0 or on Ascend, so no note there. */
+ * has left up to 1.9 GiB less (docs/planner.md). Nothing is compiled with --enforce-eager or
+ * by V0, and the measurements are CUDA's, so those plans and Ascend's carry no note. */
 static bool compile_noted(const char *v, hbm_plan_platform platform, int eager)
 {
     hbm_plan_input in;

@@ -316,6 +316,14 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
             c->r.graph_in_budget ? "are profiled into the budget"
                                  : "are captured after the budget (its graph profile "
                                    "returned 0 before 0.29)"));
+    /* torch.compile runs inside V1's profile run when its cache misses: the same card and
+     * flags printed 1.28 GiB of peak activation compiling and 0.44 GiB loading the cached
+     * graph (docs/planner.md, "Compiling in the profile run"); measured on CUDA only */
+    if (!ascend && !c->r.v0 && !f->eager)
+        plan_add_note(res, hbm_xstrdup("the figures assume vLLM loads the compiled model from its "
+                                       "compile cache (a restart with the same model and flags); "
+                                       "a start whose profile run compiles it has left up to 1.9 "
+                                       "GiB less for the KV cache"));
     if (c->r.precheck && f->free < 0)
         plan_add_note(res, hbm_xstrdup("free memory unknown: the start-up check assumes the "
                                   "device is otherwise empty"));

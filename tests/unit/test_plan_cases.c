@@ -107,6 +107,8 @@ static void case_input(const char *where, const json_t *c, hbm_plan_input *in, c
         const char *plat = str(c, "platform");
         in->platform = plat && !strcmp(plat, "ascend") ? HBM_PLAN_PLATFORM_ASCEND
                                                         : HBM_PLAN_PLATFORM_CUDA;
+        /* as `hbmctl plan --mem` decides it: the size alone (no A100 to exclude) */
+        in->large_device = json_number_value(mem) >= 70.0;
     }
     json_t *fr = json_object_get(c, "free_gib");
     if (json_is_number(fr))

@@ -200,6 +200,39 @@ static void test_sampler_choice(void **state)
     assert_true(torch < tokens_with_sampler("0.21.0", HBM_PLAN_SAMPLER_FLASHINFER, &ign));
 }
 
+/* A compiled plan says it assumes vLLM's compile cache is warm: a profile run that compiles
+ * has left up to 1.9 GiB less (docs/planner.md). Nothing is compiled with --enforce-eager or
+ * by V0, and the measurements are CUDA's, so those plans and Ascend's carry no note. */
+static bool compile_noted(const char *v, hbm_plan_platform platform, int eager)
+{
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = "tests/fixtures/models/qwen3-0.6b";
+    in.platform = platform;
+    in.mem_total_bytes = (int64_t)(64 * GIB);
+    in.engine_version = v;
+    in.enforce_eager = eager;
+    hbm_plan_result r;
+    hbm_err err = {{0}};
+    if (hbm_plan_run(&in, &r, &err) < 0)
+        fail_msg("%s: %s", v, err.msg);
+    bool noted = false;
+    for (size_t i = 0; i < r.nnotes; i++)
+        noted |= strstr(r.notes[i], "loads the compiled model from its compile cache") != NULL;
+    hbm_plan_result_free(&r);
+    return noted;
+}
+
+static void test_compile_cache_note(void **state)
+{
+    (void)state;
+    assert_true(compile_noted("0.29.0", HBM_PLAN_PLATFORM_CUDA, -1));
+    assert_true(compile_noted("0.9.2", HBM_PLAN_PLATFORM_CUDA, 0));
+    assert_false(compile_noted("0.29.0", HBM_PLAN_PLATFORM_CUDA, 1));
+    assert_false(compile_noted("0.6.4", HBM_PLAN_PLATFORM_CUDA, -1));
+    assert_false(compile_noted("0.22.1", HBM_PLAN_PLATFORM_ASCEND, -1));
+}
+
 /* Plans path (not fitting, so recommendations exist) and checks that the whole flag line and
  * every recommendation's serve `want`. */
 static void check_served(const char *path, const char *want, const char *note)
@@ -300,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_device_memory),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_sampler_choice),
+        cmocka_unit_test(test_compile_cache_note),
         cmocka_unit_test_setup_teardown(test_served_model, scratch_make, scratch_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

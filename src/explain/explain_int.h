@@ -33,6 +33,11 @@ typedef struct expl_needle {
 typedef struct expl_needles {
     int32_t *head; /* owned: 65536 slots, -1 = none */
     uint64_t used[1024]; /* a bit per slot with a needle: 8 KiB stay in cache, head does not */
+    /* Common bigrams ("er", "in") pass that gate at many positions: a second one, a bit per
+     * 16-bit hash of the first four bytes of each needle of four or more, rejects most of
+     * them; a slot with a shorter needle skips it. */
+    uint64_t quad[1024];
+    uint64_t short_used[1024];
     uint8_t lower[256];  /* ASCII folding: the index is folded, each needle says how it compares */
     expl_needle *v; /* owned */
     size_t n, cap;

@@ -20,6 +20,11 @@ void expl_needles_init(expl_needles *ns, bool fold)
         ns->head[i] = -1;
 }
 
+static unsigned quad_hash(uint32_t w)
+{
+    return (w * 2654435761u) >> 16;
+}
+
 void expl_needles_add_as(expl_needles *ns, const char *s, uint32_t target, bool fold)
 {
     size_t n = strlen(s);
@@ -28,6 +33,14 @@ void expl_needles_add_as(expl_needles *ns, const char *s, uint32_t target, bool 
     hbm_grow((void **)&ns->v, &ns->cap, ns->n, sizeof *ns->v);
     unsigned h = (unsigned)ns->lower[(unsigned char)s[0]] << 8 | ns->lower[(unsigned char)s[1]];
     ns->used[h >> 6] |= 1ull << (h & 63);
+    if (n < 4) {
+        ns->short_used[h >> 6] |= 1ull << (h & 63);
+    } else {
+        uint32_t w = (uint32_t)h << 16 | (uint32_t)ns->lower[(unsigned char)s[2]] << 8 |
+                     ns->lower[(unsigned char)s[3]];
+        unsigned q = quad_hash(w);
+        ns->quad[q >> 6] |= 1ull << (q & 63);
+    }
     ns->v[ns->n] = (expl_needle){
         .s = s, .n = n, .next = ns->head[h], .target = target, .fold = fold};
     ns->head[h] = (int32_t)ns->n++;
@@ -45,11 +58,19 @@ void expl_needles_scan(const expl_needles *ns, const char *line, size_t len,
         return;
     const unsigned char *s = (const unsigned char *)line;
     const uint8_t *fold = ns->lower;
-    unsigned h = fold[s[0]];
-    for (size_t i = 0; i + 1 < len; i++) {
-        h = (h << 8 | fold[s[i + 1]]) & 0xffff;
-        if (!(ns->used[h >> 6] & (1ull << (h & 63))))
+    /* w holds the folded bytes i..i+3 (zeros past the end), h the first two */
+    uint32_t w = (uint32_t)fold[s[0]] << 24 | (uint32_t)fold[s[1]] << 16 |
+                 (uint32_t)(len > 2 ? fold[s[2]] : 0) << 8 | (len > 3 ? fold[s[3]] : 0);
+    for (size_t i = 0; i + 1 < len; i++, w = w << 8 | (i + 3 < len ? fold[s[i + 3]] : 0)) {
+        unsigned h = w >> 16;
+        uint64_t bit = 1ull << (h & 63);
+        if (!(ns->used[h >> 6] & bit))
             continue;
+        if (!(ns->short_used[h >> 6] & bit)) {
+            unsigned q = quad_hash(w);
+            if (i + 3 >= len || !(ns->quad[q >> 6] & (1ull << (q & 63))))
+                continue;
+        }
         for (int32_t k = ns->head[h]; k >= 0; k = ns->v[k].next) {
             const expl_needle *nd = &ns->v[k];
             if (nd->n > len - i)

@@ -118,6 +118,20 @@ static void test_shared_device_first(void **state)
         assert_true(any_contains(f->meaning, f->nmeaning, cases[i].meaning));
         hbm_explain_report_free(&rep);
     }
+    /* The context checks offer the same choice where they offered "raise". */
+    scan_text("Free memory on device (40.05/79.19 GiB) on startup. Desired GPU memory utilization "
+              "is (0.4, 31.68 GiB).\n"
+              "ValueError: To serve at least one request with the models's max seq len (131072), "
+              "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+              "(0.71 GiB).\n"
+              "Maximum concurrency for 29000 tokens per request: 0.82x\n", &rep);
+    const char *ctx[] = {"vllm_max_seq_len_exceeds_kv", "vllm_concurrency_below_one"};
+    for (size_t i = 0; i < 2; i++) {
+        const hbm_explain_finding *f = must(&rep, ctx[i]);
+        assert_true(any_contains(f->remedies, f->nremedies, "free it or pick another"));
+        assert_false(any_contains(f->remedies, f->nremedies, "raise --gpu-memory-utilization"));
+    }
+    hbm_explain_report_free(&rep);
     /* Under a GiB held (this process's own CUDA context) is no other server. */
     scan_text("Memory profiling results: total_gpu_memory=79.15GiB initial_memory_usage=0.62GiB "
               "peak_torch_memory=10.77GiB\nValueError: No available memory for the cache blocks.\n",

@@ -78,6 +78,8 @@ static const marker markers[] = {
     {"warm up", PH_WARMUP},
     {"Warm up", PH_WARMUP},
     {"warmup model", PH_WARMUP},
+    {"Warmup failed", PH_WARMUP},
+    {"in warm_up", PH_WARMUP},
     {"Uvicorn running on", PH_SERVING},
     {"Application startup complete", PH_SERVING},
     {"Starting vLLM API server", PH_SERVING},

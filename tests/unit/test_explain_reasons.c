@@ -218,6 +218,11 @@ static void test_sampler_phase_from_caller(void **state)
                                       SAMPLER_OOM, "vllm_sampler_warmup_oom"),
                         "warm_up");
     assert_string_equal(finding_phase(SAMPLER_OOM, "vllm_sampler_warmup_oom"), "profile_run");
+    /* MindIE names its warm-up in the failing line itself (the real excerpt). */
+    hbm_explain_report rep;
+    scan_file(SIG "mindie_warmup_oom.log", &rep);
+    assert_string_equal(hbm_explain_phase_id(must(&rep, "mindie_warmup_oom")->phase), "warm_up");
+    hbm_explain_report_free(&rep);
     /* A plain OOM under the profile run's sampler is the profile run's too. */
     assert_string_equal(finding_phase(TB "  File \"a.py\", line 9, in profile_run\n"
                                       TB "  File \"a.py\", line 9, in _dummy_sampler_run\n"

@@ -146,6 +146,17 @@ const char *hbm_explain_phase_name(int phase); /* "KV cache"; "start-up" for -1 
 /* Generic next steps for a failure in the phase (-1: before any). */
 size_t hbm_explain_phase_steps(int phase, const char *const **steps);
 
+/* How many of the server's own processes a log names in its line prefixes. */
+#define HBM_EXPLAIN_PROCS 32
+
+/* A process of the server the log comes from, as its lines name it: vLLM prefixes each
+ * line of a child process with "(EngineCore_DP0 pid=68)", "(VllmWorker rank=1 pid=9)". */
+typedef struct hbm_explain_proc {
+    int pid;
+    char name[32]; /* "EngineCore_DP0", "VllmWorker rank=1" */
+    uint64_t line; /* the first line naming it */
+} hbm_explain_proc;
+
 typedef struct hbm_explain_report {
     hbm_explain_finding *findings; /* owned, in order of first line */
     size_t nfindings;
@@ -159,7 +170,12 @@ typedef struct hbm_explain_report {
     uint64_t bytes;
     uint64_t cut_lines; /* lines longer than HBM_EXPLAIN_LINE_MAX */
     hbm_explain_structure structure;
+    hbm_explain_proc procs[HBM_EXPLAIN_PROCS]; /* the server's own, from lines read */
+    size_t nprocs;
 } hbm_explain_report;
+
+/* The server's own process pid as the log names it, NULL when the log does not. */
+const hbm_explain_proc *hbm_explain_report_proc(const hbm_explain_report *rep, long pid);
 
 /* True when the log shows a failure: a catalogue finding or a terminal error. */
 bool hbm_explain_report_failed(const hbm_explain_report *rep);

@@ -266,11 +266,14 @@ static bool has_name(const expl_rt *rt, const char *name)
     return false;
 }
 
-/* Names a template may use: the entry's captures, and log_<name> for any fact's capture. */
+/* Names a template may use: the entry's captures, own_<capture> for them, and log_<name>
+ * for any fact's capture. */
 static bool known_name(void *ctx, const char *name, double *value, const char **text)
 {
     const known_ctx *kc = ctx;
     bool ok = has_name(kc->rt, name);
+    if (!ok && strncmp(name, EXPL_OWN_PREFIX, strlen(EXPL_OWN_PREFIX)) == 0)
+        ok = has_name(kc->rt, name + strlen(EXPL_OWN_PREFIX));
     if (!ok && strncmp(name, EXPL_FACT_PREFIX, strlen(EXPL_FACT_PREFIX)) == 0)
         for (size_t i = 0; i < kc->cat->n && !ok; i++)
             ok = kc->cat->rt[i].kind == EXPL_FACT &&

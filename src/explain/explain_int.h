@@ -101,6 +101,10 @@ enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
 
 /* Templates name a fact remembered from the log as log_<capture>, e.g. {log_port}. */
 #define EXPL_FACT_PREFIX "log_"
+/* own_<capture> is 1 when the capture is a pid the log shows as the server's own process
+ * (its line prefixes), 0 when not, unknown without the capture; as text, the name the
+ * log gives that process: {own_pid:text}. */
+#define EXPL_OWN_PREFIX "own_"
 
 /* A vendor's code table (data/codes.json): its entries and families are catalogue
  * entries after the signatures (hbm_catalog.ncodes of them). */

@@ -267,8 +267,20 @@ static void check_port(live_ctx *lc, const hbm_explain_report *rep,
     describe_servers(lc, o, port);
 }
 
-static void check_holders(live_ctx *lc, out *o)
+/* A holder the log itself shows as the server's own process: not a stranger to end. */
+static const char *own_mark(const hbm_explain_report *rep, long pid, char *buf, size_t n)
 {
+    const hbm_explain_proc *pr = hbm_explain_report_proc(rep, pid);
+    if (!pr)
+        return "";
+    snprintf(buf, n, "; the log's own %s (line %llu), not a foreign holder", pr->name,
+             (unsigned long long)pr->line);
+    return buf;
+}
+
+static void check_holders(live_ctx *lc, const hbm_explain_report *rep, out *o)
+{
+    char mark[128];
     const hbm_obs *obs = lc->obs;
     json_t *holders = json_array();
     size_t lines = 0;
@@ -285,18 +297,20 @@ static void check_holders(live_ctx *lc, out *o)
                     hbm_verdict_name(d->verdict), d->reason[0] ? ": " : "", d->reason);
             for (size_t k = 0; k < d->nprocs; k++) {
                 const hbm_dproc *p = &d->procs[k];
+                const hbm_explain_proc *own = hbm_explain_report_proc(rep, (long)p->pid);
                 json_array_append_new(
-                    holders, json_pack("{s:I,s:I,s:s,s:o,s:s}", "device",
+                    holders, json_pack("{s:I,s:I,s:s,s:o,s:s,s:o}", "device",
                                        (json_int_t)hbm_device_user_id(d), "pid",
                                        (json_int_t)p->pid, "name", p->name,
                                        "memory_bytes",
                                        p->memory_bytes >= 0 ? json_integer(p->memory_bytes)
                                                             : json_null(),
-                                       "state", hbm_pid_state_name(p->state)));
+                                       "state", hbm_pid_state_name(p->state), "log_process",
+                                       own ? json_string(own->name) : json_null()));
                 if (lines++ < MAX_HOLDER_LINES)
-                    say(o, "  pid %lld %s holds %s (%s)", (long long)p->pid,
+                    say(o, "  pid %lld %s holds %s (%s%s)", (long long)p->pid,
                         p->name[0] ? p->name : "?", hbm_fmt_size(a, sizeof a, p->memory_bytes),
-                        hbm_pid_state_name(p->state));
+                        hbm_pid_state_name(p->state), own_mark(rep, (long)p->pid, mark, sizeof mark));
             }
         }
         if (lines == 0)
@@ -307,13 +321,17 @@ static void check_holders(live_ctx *lc, out *o)
             const hbm_hproc *p = &h->procs[i];
             if (p->ndev_paths == 0)
                 continue;
+            const hbm_explain_proc *own = hbm_explain_report_proc(rep, p->pid);
             json_array_append_new(holders,
-                                  json_pack("{s:o,s:i,s:s,s:o,s:s}", "device", json_null(),
+                                  json_pack("{s:o,s:i,s:s,s:o,s:s,s:o}", "device", json_null(),
                                             "pid", p->pid, "name", p->comm, "memory_bytes",
-                                            json_null(), "state", (char[2]){p->state, 0}));
+                                            json_null(), "state", (char[2]){p->state, 0},
+                                            "log_process",
+                                            own ? json_string(own->name) : json_null()));
             if (lines++ < MAX_HOLDER_LINES)
-                say(o, "pid %d (%s, state %c) holds %s%s", p->pid, p->comm, p->state,
-                    p->dev_paths[0], p->ndev_paths > 1 ? " and more device files" : "");
+                say(o, "pid %d (%s, state %c) holds %s%s%s", p->pid, p->comm, p->state,
+                    p->dev_paths[0], p->ndev_paths > 1 ? " and more device files" : "",
+                    own_mark(rep, p->pid, mark, sizeof mark));
         }
         if (lines == 0)
             say(o, "no process holds an accelerator device file on this host now");
@@ -601,7 +619,7 @@ void hbm_explain_live_apply(hbm_explain_report *rep, const hbm_catalog *cat,
             else if (strcmp(c, "servers") == 0 && !json_object_get(o.live, "servers"))
                 describe_servers(&lc, &o, -1);
             else if (strcmp(c, "holders") == 0)
-                check_holders(&lc, &o);
+                check_holders(&lc, rep, &o);
             else if (strcmp(c, "visible_devices") == 0)
                 check_visible(&lc, rep, f, &o);
             else if (strcmp(c, "health") == 0)

@@ -81,6 +81,14 @@ const hbm_explain_fact *hbm_explain_report_fact(const hbm_explain_report *rep,
     return NULL;
 }
 
+const hbm_explain_proc *hbm_explain_report_proc(const hbm_explain_report *rep, long pid)
+{
+    for (size_t i = 0; i < rep->nprocs; i++)
+        if (rep->procs[i].pid == pid)
+            return &rep->procs[i];
+    return NULL;
+}
+
 const hbm_explain_num *hbm_explain_finding_num(const hbm_explain_finding *f,
                                                const char *name)
 {
@@ -213,16 +221,21 @@ json_t *hbm_explain_report_json(const hbm_explain_report *rep)
             json_array_append_new(tail, json_pack("{s:I,s:o}", "line",
                                                   (json_int_t)rep->tail[i].line, "text",
                                                   text_json(rep->tail[i].text)));
+    json_t *procs = json_array();
+    for (size_t i = 0; i < rep->nprocs; i++)
+        json_array_append_new(procs, json_pack("{s:i,s:o,s:I}", "pid", rep->procs[i].pid, "name",
+                                               text_json(rep->procs[i].name), "line",
+                                               (json_int_t)rep->procs[i].line));
     json_t *facts = json_object();
     for (size_t i = 0; i < rep->nfacts; i++)
         json_object_set_new(facts, rep->facts[i].name,
                             json_pack("{s:o,s:I}", "value",
                                       text_json(rep->facts[i].text), "line",
                                       (json_int_t)rep->facts[i].line));
-    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:o}", "findings", findings, "lines",
+    return json_pack("{s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "findings", findings, "lines",
                      (json_int_t)rep->lines, "bytes", (json_int_t)rep->bytes, "cut_lines",
                      (json_int_t)rep->cut_lines, "error_lines", tail, "facts", facts,
-                     "structure", structure_json(&rep->structure));
+                     "structure", structure_json(&rep->structure), "server_processes", procs);
 }
 
 json_t *hbm_explain_catalog_json(const hbm_catalog *cat)

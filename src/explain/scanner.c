@@ -261,6 +261,15 @@ static bool finding_lookup(void *ctx, const char *name, double *value, const cha
         *value = fact ? expl_capture_value(fact->text, &no_units, name, &bytes) : NAN;
         return true;
     }
+    if (strncmp(name, EXPL_OWN_PREFIX, strlen(EXPL_OWN_PREFIX)) == 0) {
+        /* Validated at load: one of the entry's captures, read as a pid. */
+        const hbm_explain_num *n = hbm_explain_finding_num(lc->f, name + strlen(EXPL_OWN_PREFIX));
+        const hbm_explain_proc *own =
+            n && !isnan(n->value) ? hbm_explain_report_proc(lc->rep, (long)n->value) : NULL;
+        *value = n && !isnan(n->value) ? own != NULL : NAN;
+        *text = own ? own->name : NULL; /* {own_pid:text}: the name its lines carry */
+        return true;
+    }
     for (size_t i = 0; i < lc->f->nnums; i++)
         if (strcmp(lc->f->nums[i].name, name) == 0) {
             *value = lc->f->nums[i].value;
@@ -551,6 +560,38 @@ static int join_previous(hbm_explain_scanner *s, const char *line, size_t len)
     return EXPL_LINE_NONE;
 }
 
+/* The server's own processes, from the prefixes its child processes' lines carry:
+ * "(EngineCore_DP0 pid=68) ", "(APIServer pid=1) (EngineCore_DP0 pid=68) ". */
+static void read_prefixes(hbm_explain_report *rep, const char *line, size_t len, uint64_t lineno)
+{
+    size_t p = 0;
+    for (int k = 0; k < 3 && p < len && line[p] == '('; k++) {
+        const char *close = memchr(line + p, ')', len - p < 64 ? len - p : 64);
+        if (!close)
+            return;
+        size_t n = (size_t)(close - (line + p)) - 1;
+        const char *in = line + p + 1, *at = NULL;
+        for (size_t i = 0; i + 5 <= n && !at; i++)
+            if (memcmp(in + i, " pid=", 5) == 0)
+                at = in + i;
+        if (!at || at == in || at + 5 >= close)
+            return;
+        long pid = strtol(at + 5, NULL, 10);
+        if (pid > 0 && pid < INT32_MAX && !hbm_explain_report_proc(rep, pid) &&
+            rep->nprocs < HBM_EXPLAIN_PROCS) {
+            hbm_explain_proc *pr = &rep->procs[rep->nprocs++];
+            pr->pid = (int)pid;
+            char *name = hbm_redact_text(in, (size_t)(at - in)); /* it is printed */
+            snprintf(pr->name, sizeof pr->name, "%s", name);
+            free(name);
+            pr->line = lineno;
+        }
+        p = (size_t)(close - line) + 1;
+        while (p < len && line[p] == ' ')
+            p++;
+    }
+}
+
 static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
 {
     size_t before = s->rep.nfindings;
@@ -571,10 +612,15 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
         push_tail(&s->rep, line, len, lineno);
     expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
                         s->nx[2]);
+    if (len && line[0] == '(')
+        read_prefixes(&s->rep, line, len, lineno);
     /* Kept for the next line, which may continue it; a line with a keyword may be the
      * first half of a wrapped message, so the next line is read even where the prefilter
      * sees nothing in it. */
     bool opened = s->rep.nfindings > before && verdict != EXPL_LINE_NONE;
+    /* A phase the failing line itself names ("when warming up sampler") is its phase. */
+    if (opened)
+        s->rep.findings[before].phase = s->st.cur_phase;
     s->prev_len = verdict == EXPL_LINE_NONE || opened ? len : 0;
     memcpy(s->prev, line, s->prev_len);
     s->prev_line = lineno;

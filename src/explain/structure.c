@@ -21,6 +21,11 @@ static const char *const phase_names[HBM_EXPLAIN_PHASES] = {
     "weights", "profile run", "KV cache", "graph capture", "warm-up", "serving"};
 
 enum { PH_WEIGHTS, PH_PROFILE, PH_KV, PH_GRAPH, PH_WARMUP, PH_SERVING };
+/* vLLM runs the sampler on dummy requests twice: inside the profile run, before the KV
+ * cache is sized, and again in the warm-up after it (vLLM PR #14728 moved the OOM check
+ * into _dummy_sampler_run for that reason). Its frame and its message name no phase of
+ * their own: the phase is the profile run until the KV cache was sized, the warm-up after. */
+#define PH_SAMPLER (-2)
 
 typedef struct marker {
     const char *s;
@@ -68,10 +73,13 @@ static const marker markers[] = {
     {"capture_model", PH_GRAPH},
     {"init_cuda_graphs", PH_GRAPH},
     {"compile_or_warm_up_model", PH_WARMUP},
-    {"_dummy_sampler_run", PH_WARMUP},
+    {"_dummy_sampler_run", PH_SAMPLER},
+    {"when warming up sampler", PH_SAMPLER},
     {"warm up", PH_WARMUP},
     {"Warm up", PH_WARMUP},
     {"warmup model", PH_WARMUP},
+    {"Warmup failed", PH_WARMUP},
+    {"in warm_up", PH_WARMUP},
     {"Uvicorn running on", PH_SERVING},
     {"Application startup complete", PH_SERVING},
     {"Starting vLLM API server", PH_SERVING},
@@ -255,6 +263,8 @@ static void on_mark(void *ctx, uint32_t t)
         }
     } else {
         int p = markers[t].phase;
+        if (p == PH_SAMPLER)
+            p = m->st->cur_phase >= PH_KV ? PH_WARMUP : PH_PROFILE;
         if (!m->out->phase_line[p])
             m->out->phase_line[p] = m->lineno;
         m->st->cur_phase = p;

@@ -84,6 +84,10 @@ static double call(parser *p, const char *fn)
     int want = (strcmp(fn, "min") == 0 || strcmp(fn, "max") == 0) ? 2 : 1;
     if (n != want)
         return fail(p, "wrong number of arguments");
+    /* The one function an unknown value does not make unknown: a condition can then say
+     * what to do when the log does not show a number. */
+    if (strcmp(fn, "known") == 0)
+        return !isnan(a[0]);
     if (isnan(a[0]) || (want == 2 && isnan(a[1])))
         return NAN;
     if (strcmp(fn, "min") == 0)

@@ -96,6 +96,19 @@ JSON
         "$(jq -c ".findings[0].live.holders[] | select(.pid==$holder) | [.device, .memory_bytes]" <<<"$json")" = "[0,$((69 * 1073741824))]"
     text=$("$HBMCTL" explain "$tmp/fm.log")
     check "devices: words" grep -q "pid $holder sleep holds 69.00 GiB" <<<"$text"
+    check "devices: a holder the log does not name is not marked" test \
+        "$(jq -c "[.findings[0].live.holders[] | select(.pid==$holder) | .log_process]" <<<"$json")" = "[null]"
+    # The log's own worker (its line prefix names the pid) holds the memory: it is marked as
+    # the server's own, and the remedy is not to end it.
+    printf '(VllmWorker rank=0 pid=%s) ERROR 03-19 07:27:53 [multiproc_executor.py:375] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 0 has a total capacity of 79.19 GiB of which 605.88 MiB is free. Process %s has 69.00 GiB memory in use. Of the allocated memory 66.21 GiB is allocated by PyTorch, and 185.98 MiB is reserved by PyTorch but unallocated.\n' \
+        "$holder" "$holder" >"$tmp/own.log"
+    json=$("$HBMCTL" explain --json "$tmp/own.log")
+    check "own worker: marked in the holders" test \
+        "$(jq -r ".findings[0].live.holders[] | select(.pid==$holder) | .log_process" <<<"$json")" = "VllmWorker rank=0"
+    check "own worker: not to be ended" test \
+        "$(jq -r '.findings[0].remedies[0] | startswith("Do not end pid")' <<<"$json")" = true
+    check "own worker: in words" grep -q "pid $holder sleep holds 69.00 GiB (.*; the log's own VllmWorker rank=0 (line 1), not a foreign holder)" \
+        <<<"$(jq -r '.findings[0].live.notes[]' <<<"$json")"
     # The same from a snapshot taken now, replayed after the holder is gone.
     "$HBMCTL" snapshot >"$tmp/snap.json" 2>/dev/null
     kill "$holder"; wait "$holder" 2>/dev/null

@@ -17,22 +17,6 @@
 
 #include "explain_fixture.h"
 
-static const hbm_explain_finding *find(const hbm_explain_report *rep, const char *id)
-{
-    for (size_t i = 0; i < rep->nfindings; i++)
-        if (strcmp(rep->findings[i].sig->id, id) == 0)
-            return &rep->findings[i];
-    return NULL;
-}
-
-static bool any_contains(char **v, size_t n, const char *needle)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strstr(v[i], needle))
-            return true;
-    return false;
-}
-
 static void scan_text(const char *text, size_t chunk, hbm_explain_report *rep)
 {
     hbm_explain_scanner *s = hbm_explain_scanner_new(cat);

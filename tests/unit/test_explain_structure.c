@@ -25,14 +25,6 @@ static void scan_text(const char *text, size_t chunk, hbm_explain_report *rep)
     hbm_explain_scanner_free(s);
 }
 
-static const hbm_explain_finding *find(const hbm_explain_report *rep, const char *id)
-{
-    for (size_t i = 0; i < rep->nfindings; i++)
-        if (strcmp(rep->findings[i].sig->id, id) == 0)
-            return &rep->findings[i];
-    return NULL;
-}
-
 /* A vLLM V1 start-up that fails in the profile run: engine, version, phases in order, the
  * last exception (not the summary after it) and the phase named from the traceback. */
 static void test_phases_and_terminal_error(void **state)

@@ -19,7 +19,7 @@ static const char about[] =
     "--url, http://127.0.0.1:8000/health]}}\n";
 
 /* The deadline's line: NPD's 80 characters in --npd mode; with --json, the document of a
- * probe that could not check (the same fields as report()'s). */
+ * probe that could not check (the same fields as hbm_probe_json's). */
 static const char *deadline_msg = "hbmctl probe: could not check: deadline passed (driver or "
                                   "endpoint did not answer)\n";
 static const char deadline_json[] =

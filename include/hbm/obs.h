@@ -183,6 +183,9 @@ hbm_link hbm_obs_link(const hbm_obs *obs, size_t i, size_t j);
 hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id);
 /* The id a user and the visible-device variable use for this device (docs/snapshot.md). */
 int64_t hbm_device_user_id(const hbm_device *dev);
+/* How a message names the device: "device N" by its user id, or "npu N chip C" when it has
+ * none (an npu-smi paste without logic ids). */
+void hbm_device_label(const hbm_device *dev, char *buf, size_t len);
 
 const char *hbm_vendor_name(hbm_vendor v);
 const char *hbm_verdict_name(hbm_verdict v);

@@ -86,6 +86,15 @@ int64_t hbm_device_user_id(const hbm_device *dev)
     return dev->index;
 }
 
+void hbm_device_label(const hbm_device *dev, char *buf, size_t len)
+{
+    int64_t id = hbm_device_user_id(dev);
+    if (id >= 0)
+        snprintf(buf, len, "device %lld", (long long)id);
+    else
+        snprintf(buf, len, "npu %lld chip %lld", (long long)dev->index, (long long)dev->chip);
+}
+
 hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id)
 {
     for (size_t i = 0; i < obs->ndevs; i++)

@@ -86,21 +86,21 @@ json_t *hbm_probe_json(hbm_probe *p)
 }
 
 /* Memory against a share of the device; c (taken) holds the device's fields. */
-static void check_ratio(hbm_probe *p, json_t *c, const hbm_device *d, int64_t id,
+static void check_ratio(hbm_probe *p, json_t *c, const hbm_device *d, const char *who,
                         double max_ratio, const char *sz_used, const char *sz_total)
 {
     if (d->memory_total_bytes <= 0) {
         hbm_probe_record(p, "max-mem", HBM_PROBE_UNKNOWN, c,
-                         "device %lld does not report its memory total; give --max-mem as a "
+                         "%s does not report its memory total; give --max-mem as a "
                          "size",
-                         (long long)id);
+                         who);
         return;
     }
     double r = (double)d->memory_used_bytes / (double)d->memory_total_bytes;
     json_object_set_new(c, "used_ratio", json_real(r));
     json_object_set_new(c, "limit_ratio", json_real(max_ratio));
     hbm_probe_record(p, "max-mem", r > max_ratio ? HBM_PROBE_BAD : HBM_PROBE_OK, c,
-                     "device %lld memory %s of %s (%.3g%%) %s --max-mem %.3g%%", (long long)id,
+                     "%s memory %s of %s (%.3g%%) %s --max-mem %.3g%%", who,
                      sz_used, sz_total, r * 100, r > max_ratio ? "above" : "within",
                      max_ratio * 100);
 }
@@ -108,17 +108,19 @@ static void check_ratio(hbm_probe *p, json_t *c, const hbm_device *d, int64_t id
 static void check_device(hbm_probe *p, const hbm_device *d, hbm_probe_limit lim)
 {
     int64_t id = hbm_device_user_id(d);
+    char who[64];
+    hbm_device_label(d, who, sizeof who);
     char sz_used[32], sz_total[32], sz_lim[32];
     json_t *base = json_object();
     json_object_set_new(base, "device", id >= 0 ? json_integer(id) : json_null());
     json_object_set_new(base, "name", json_string(d->name));
     if (!d->healthy || d->verdict == HBM_VERDICT_UNHEALTHY)
         hbm_probe_record(p, "health", HBM_PROBE_BAD, json_deep_copy(base),
-                         "device %lld (%s) health is %s", (long long)id, d->name,
+                         "%s (%s) health is %s", who, d->name,
                          d->health[0] ? d->health : "not OK");
     else
         hbm_probe_record(p, "health", HBM_PROBE_OK, json_deep_copy(base),
-                         "device %lld health %s", (long long)id,
+                         "%s health %s", who,
                          d->health[0] ? d->health : "OK");
     if (lim.bytes < 0 && !isfinite(lim.ratio)) {
         json_decref(base);
@@ -136,18 +138,18 @@ static void check_device(hbm_probe *p, const hbm_device *d, hbm_probe_limit lim)
     hbm_fmt_size(sz_total, sizeof sz_total, d->memory_total_bytes);
     if (d->memory_used_bytes < 0) {
         hbm_probe_record(p, "max-mem", HBM_PROBE_UNKNOWN, c,
-                         "device %lld does not report its memory use", (long long)id);
+                         "%s does not report its memory use", who);
         return;
     }
     if (isfinite(lim.ratio)) {
-        check_ratio(p, c, d, id, lim.ratio, sz_used, sz_total);
+        check_ratio(p, c, d, who, lim.ratio, sz_used, sz_total);
         return;
     }
     hbm_fmt_size(sz_lim, sizeof sz_lim, lim.bytes);
     json_object_set_new(c, "limit_bytes", json_integer(lim.bytes));
     bool over = d->memory_used_bytes > lim.bytes;
     hbm_probe_record(p, "max-mem", over ? HBM_PROBE_BAD : HBM_PROBE_OK, c,
-                     "device %lld memory %s of %s %s --max-mem %s", (long long)id, sz_used,
+                     "%s memory %s of %s %s --max-mem %s", who, sz_used,
                      sz_total, over ? "above" : "within", sz_lim);
 }
 
@@ -165,11 +167,17 @@ void hbm_probe_devices(hbm_probe *p, hbm_obs *obs, bool observed, const hbm_err 
     } else {
         for (size_t k = 0; k < n; k++) {
             const hbm_device *d = hbm_obs_find_device(obs, ids[k]);
+            bool ids_known = false;
+            for (size_t i = 0; i < obs->ndevs && !ids_known; i++)
+                ids_known = hbm_device_user_id(&obs->devs[i]) >= 0;
             if (!d)
                 hbm_probe_record(p, "devices", HBM_PROBE_UNKNOWN, NULL,
                                  "device %lld not found (%zu device%s; ids are logic ids on "
-                                 "Ascend, indexes on NVIDIA)",
-                                 (long long)ids[k], obs->ndevs, obs->ndevs == 1 ? "" : "s");
+                                 "Ascend, indexes on NVIDIA%s)",
+                                 (long long)ids[k], obs->ndevs, obs->ndevs == 1 ? "" : "s",
+                                 ids_known ? ""
+                                           : "; this source gives no logic ids: npu-smi info "
+                                             "-m lists them");
             else
                 check_device(p, d, lim);
         }

@@ -142,6 +142,18 @@ check "--no-devices without --url: exit 2" test "$rc" -eq 2
 # Unhealthy beats could-not-check; --help exits 0.
 probe --device 0 --device 9 --max-mem 10%
 check "device 0 over the limit and device 9 unknown: 1" test "$rc" -eq 1
+# an npu-smi paste without logic ids (no `npu-smi info -m`): chips are named by card and
+# chip, never "device -1", and a --device id says why it cannot be found
+paste="$HBM_SRC/tests/fixtures/npu-smi/04-Ascend910-1stgen-name910B-8card-npusmi24.1-noproctable.txt"
+out=$("$HBMCTL" probe --snapshot "$paste" --max-mem 1% 2>&1)
+check "no logic ids: the chip by card and chip ($out)" \
+    grep -q "unhealthy: npu 0 chip 0 memory 1.33 GiB of 32.00 GiB" <<<"$out"
+out=$("$HBMCTL" probe --snapshot "$paste" 2>&1)
+check "no logic ids: never device -1 ($out)" test -n "${out##*device -1*}"
+out=$("$HBMCTL" probe --snapshot "$paste" --device 0 2>&1)
+check "no logic ids: --device says the source has none ($out)" \
+    grep -q "this source gives no logic ids: npu-smi info -m lists them" <<<"$out"
+
 "$HBMCTL" probe --help >/dev/null
 check "--help exits 0" test $? -eq 0
 finish

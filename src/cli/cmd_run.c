@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "hbm/audit.h"
 #include "hbm/lease.h"
-#include "hbm/plan.h"
+#include "hbm/preflight.h"
 #include "hbm/progress.h"
 #include "hbm/run.h"
 #include "render_plan.h"
@@ -103,77 +103,19 @@ static int fail(const char *fmt, ...)
     return HBM_RUN_EXIT_FAILED;
 }
 
-/* The device the preflight judges: the chosen one with the least free memory, else the
- * first the visible-device variable names, else the first device. */
-static hbm_device *preflight_device(hbm_obs *obs, const hbm_pick_result *pick)
-{
-    hbm_device *best = NULL;
-    if (pick && pick->n) {
-        for (size_t i = 0; i < pick->n; i++) {
-            hbm_device *d = &obs->devs[pick->dev_index[i]];
-            if (!best || d->memory_total_bytes - d->memory_used_bytes <
-                             best->memory_total_bytes - best->memory_used_bytes)
-                best = d;
-        }
-        return best;
-    }
-    if (obs->ndevs == 0)
-        return NULL;
-    const char *vis = getenv(hbm_vendor_visible_env(obs->devs[0].vendor));
-    if (vis && *vis) {
-        hbm_device *d = hbm_obs_find_device(obs, strtoll(vis, NULL, 10));
-        if (d)
-            return d;
-    }
-    return &obs->devs[0];
-}
-
 static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
                      const hbm_pick_result *pick)
 {
-    hbm_device *dev = preflight_device(obs, pick);
-    if (!dev)
-        return fail("preflight: %s", "no device is visible to plan against");
-    hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    in.model_path = model;
+    hbm_preflight_verdict v;
     hbm_err err = {{0}};
-    if (hbm_plan_args_from_argv(&in, argc, argv, &err) < 0)
+    if (hbm_preflight_run(obs, pick ? pick->dev_index : NULL, pick ? pick->n : 0, model, argc,
+                          argv, &v, &err) < 0)
         return fail("preflight: %s", err.msg);
-    in.model_path = model;
-    in.platform = dev->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
-                                                   : HBM_PLAN_PLATFORM_CUDA;
-    in.device_name = dev->name;
-    /* the same figures as `hbmctl plan --device auto` */
-    hbm_plan_devmem dm;
-    if (hbm_plan_device_memory(dev->name, in.platform, dev->memory_total_bytes,
-                               dev->memory_used_bytes, &dm, &err) < 0)
-        return fail("preflight: device %lld: %s", (long long)hbm_device_user_id(dev), err.msg);
-    in.mem_total_bytes = dm.total_bytes;
-    in.mem_free_bytes = dm.free_bytes;
-    in.large_device = dm.large_device;
-    hbm_plan_holder *holders = hbm_xcalloc(dev->nprocs ? dev->nprocs : 1, sizeof *holders);
-    for (size_t i = 0; i < dev->nprocs; i++) {
-        holders[i].pid = dev->procs[i].pid;
-        snprintf(holders[i].name, sizeof holders[i].name, "%s", dev->procs[i].name);
-        holders[i].memory_bytes = dev->procs[i].memory_bytes;
-    }
-    in.holders = holders;
-    in.nholders = dev->nprocs;
-    in.live = true;
-    hbm_plan_result r;
-    memset(&r, 0, sizeof r);
-    int rc = hbm_plan_run(&in, &r, &err);
-    free(holders);
-    if (rc < 0) {
-        hbm_plan_result_free(&r);
-        return fail("preflight: cannot plan: %s", err.msg);
-    }
-    char *text = cli_plan_verdict_text(&r);
+    char *text = cli_plan_verdict_text(&v.plan);
     int code = 0;
-    if (!r.fits) {
+    if (!v.fits) {
         fprintf(stderr, PREFIX "preflight refuses to start on device %lld (%s):\n",
-                (long long)hbm_device_user_id(dev), dev->name);
+                (long long)v.device, v.device_name);
         fputs(text, stderr);
         if (*text && text[strlen(text) - 1] != '\n')
             fputc('\n', stderr);
@@ -187,7 +129,7 @@ static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
         }
     }
     free(text);
-    hbm_plan_result_free(&r);
+    hbm_preflight_verdict_free(&v);
     return code;
 }
 

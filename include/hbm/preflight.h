@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #include "hbm/err.h"
+#include "hbm/lease.h"
 #include "hbm/obs.h"
+#include "hbm/observe.h"
 #include "hbm/plan.h"
 
 /* What a plan input borrows from the observation, owned here so the observation can go. */
@@ -63,5 +65,61 @@ int hbm_preflight_run(hbm_obs *obs, const size_t *chosen, size_t nchosen, const 
                       int argc, char **argv, hbm_preflight_verdict *out, hbm_err *err);
 
 void hbm_preflight_verdict_free(hbm_preflight_verdict *v);
+
+/* The device `plan` plans for, as its options name it. */
+typedef struct hbm_preflight_target {
+    const char *device;          /* a device table name, "auto" (the live host), or NULL */
+    int64_t mem_bytes;           /* total memory as the framework sees it, HBM_UNKNOWN */
+    int64_t free_bytes;          /* free at start-up, HBM_UNKNOWN: all of it, or live */
+    hbm_plan_platform platform;  /* HBM_PLAN_PLATFORM_UNKNOWN when not given */
+    bool serve;                  /* planning backwards, which chooses the devices itself */
+} hbm_preflight_target;
+
+/* True when target asks for the live host (so an observation is wanted). */
+bool hbm_preflight_target_live(const hbm_preflight_target *t);
+
+/* Fills in's device facts from target: the table's row, --mem and --free over it, the
+ * live devices of obs for "auto" (obs is read only then; live keeps what in borrows).
+ * Returns 0, or -1 with err saying which device is missing or impossible. */
+int hbm_preflight_target_input(const hbm_preflight_target *t, hbm_obs *obs,
+                               hbm_plan_input *in, hbm_preflight_live *live, hbm_err *err);
+
+/* What `run` does before the start. */
+typedef struct hbm_preflight_start_opts {
+    const hbm_source_opts *src; /* where to observe */
+    size_t count;               /* --devices N: devices to pick (0: none) */
+    const int64_t *ids;         /* --devices LIST: only these (nids of them) */
+    size_t nids;
+    const char *lease_name;     /* the leases' name */
+    const char *model;          /* --preflight MODEL_DIR, NULL when not asked */
+    int argc;                   /* COMMAND and its arguments: the serving flags */
+    char **argv;
+} hbm_preflight_start_opts;
+
+typedef enum hbm_preflight_outcome {
+    HBM_PREFLIGHT_GO,         /* start the command */
+    HBM_PREFLIGHT_NO_DEVICES, /* too few free devices: pick.refused says why */
+    HBM_PREFLIGHT_REFUSED,    /* the plan says the launch fails: verdict says why */
+} hbm_preflight_outcome;
+
+typedef struct hbm_preflight_start {
+    hbm_preflight_outcome outcome;
+    bool observed;               /* devices were observed (--devices or --preflight) */
+    bool vendor_known;           /* ... and some were seen: vendor is theirs */
+    hbm_vendor vendor;
+    hbm_pick_result pick;        /* owned: the devices chosen and leased (n 0 when none) */
+    bool judged;                 /* a preflight verdict was made */
+    hbm_preflight_verdict verdict; /* owned */
+} hbm_preflight_start;
+
+/* Observes when devices are to be picked or a launch judged, picks and leases the devices
+ * (their lease files closed on exec: the command's tree must not keep them), then judges
+ * the launch on them. Returns 0 with the outcome, or -1 with err naming the step that
+ * failed (the observation, --devices, preflight): run refuses to start then. */
+int hbm_preflight_start_run(const hbm_preflight_start_opts *o, hbm_preflight_start *out,
+                            hbm_err *err);
+
+/* Frees what out holds, its leases too. */
+void hbm_preflight_start_free(hbm_preflight_start *out);
 
 #endif

@@ -37,25 +37,6 @@ static void list_devices(void)
                (double)d[i].total_bytes / 1073741824.0, d[i].source);
 }
 
-/* The live devices vLLM would use (hbm_preflight_live_devices). */
-static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
-                       hbm_preflight_live *live)
-{
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    hbm_err err = {{0}};
-    int rc = -1;
-    if (!cli_observe(cc, &obs))
-        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
-                   "--device NAME or --mem SIZE --free SIZE");
-    else if (hbm_preflight_live_devices(&obs, ndev, in, live, &err) < 0)
-        cli_errorf("--device auto: %s", err.msg);
-    else
-        rc = 0;
-    hbm_obs_free(&obs);
-    return rc;
-}
-
 static void list_flags(hbm_plan_engine e)
 {
     size_t n;
@@ -242,53 +223,27 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
 /* The device memory to plan against: from the table, the live host, or --mem/--free. */
 static int choose_device(plan_args *a, hbm_plan_input *in, hbm_preflight_live *live)
 {
-    if (a->platform >= 0)
-        in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
     if (a->sampler >= 0)
         in->vllm.sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
-    if (a->serve > 0 && a->device && !strcmp(a->device, "auto")) {
-        cli_errorf("--serve chooses how many devices: give --device NAME or --mem SIZE "
-                   "--free SIZE, not --device auto");
-        return -1;
-    }
-    if (a->device && !strcmp(a->device, "auto")) {
-        int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
-                    (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
-        if (live_device(&a->cc, n, in, live) < 0)
-            return -1;
-    } else if (a->device) {
-        const hbm_plan_device *d = hbm_plan_device_find(a->device);
-        if (!d) {
-            cli_errorf("--device: \"%s\" is not in the device table (hbmctl plan "
-                       "--list-devices); use --mem SIZE for others",
-                       a->device);
-            return -1;
-        }
-        in->device_name = d->name;
-        in->mem_total_bytes = d->total_bytes;
-        in->large_device = d->large_class;
-        if (a->platform < 0)
-            in->platform = d->platform;
-    }
-    if (a->mem != HBM_UNKNOWN) {
-        in->mem_total_bytes = a->mem;
-        if (!a->device)
-            in->large_device = a->mem >= 70 * HBM_GIB;
-    }
-    if (a->free != HBM_UNKNOWN)
-        in->mem_free_bytes = a->free;
-    if (in->platform == HBM_PLAN_PLATFORM_UNKNOWN)
-        in->platform = HBM_PLAN_PLATFORM_CUDA;
-    if (in->mem_total_bytes <= 0) {
-        cli_errorf("plan: which device? give --device NAME, --device auto or --mem SIZE");
-        return -1;
-    }
-    if (in->mem_free_bytes > in->mem_total_bytes) {
-        cli_errorf("--free: %lld bytes is more than the device's %lld",
-                   (long long)in->mem_free_bytes, (long long)in->mem_total_bytes);
-        return -1;
-    }
-    return 0;
+    hbm_preflight_target t = {
+        .device = a->device, .mem_bytes = a->mem, .free_bytes = a->free, .serve = a->serve > 0,
+        .platform = a->platform < 0   ? HBM_PLAN_PLATFORM_UNKNOWN
+                    : a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA
+                                      : HBM_PLAN_PLATFORM_ASCEND,
+    };
+    hbm_obs obs;
+    hbm_obs_init(&obs);
+    hbm_err err = {{0}};
+    int rc = -1;
+    if (hbm_preflight_target_live(&t) && !t.serve && !cli_observe(&a->cc, &obs))
+        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
+                   "--device NAME or --mem SIZE --free SIZE");
+    else if (hbm_preflight_target_input(&t, &obs, in, live, &err) < 0)
+        cli_errorf("%s", err.msg);
+    else
+        rc = 0;
+    hbm_obs_free(&obs);
+    return rc;
 }
 
 int cmd_plan(int argc, char **argv)

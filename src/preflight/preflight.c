@@ -34,8 +34,9 @@ static int fill_memory(hbm_obs *obs, const size_t *use, size_t n, hbm_plan_input
             in->large_device = dm.large_device;
         }
         for (size_t p = 0; p < d->nprocs; p++) {
-            live->holders = hbm_xrealloc(live->holders, (live->nholders + 1) * sizeof *live->holders);
-            hbm_plan_holder *h = &live->holders[live->nholders++];
+            size_t k = live->nholders++;
+            live->holders = hbm_xrealloc(live->holders, live->nholders * sizeof *live->holders);
+            hbm_plan_holder *h = &live->holders[k];
             h->pid = d->procs[p].pid;
             snprintf(h->name, sizeof h->name, "%s", d->procs[p].name[0] ? d->procs[p].name : "?");
             h->memory_bytes = d->procs[p].memory_bytes;
@@ -217,4 +218,61 @@ void hbm_preflight_verdict_free(hbm_preflight_verdict *v)
 {
     hbm_plan_result_free(&v->plan);
     memset(v, 0, sizeof *v);
+}
+
+bool hbm_preflight_target_live(const hbm_preflight_target *t)
+{
+    return t->device && !strcmp(t->device, "auto");
+}
+
+/* A device from the table, or the live devices; neither when only --mem names it. */
+static int target_device(const hbm_preflight_target *t, hbm_obs *obs, hbm_plan_input *in,
+                         hbm_preflight_live *live, hbm_err *err)
+{
+    if (hbm_preflight_target_live(t)) {
+        int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
+                    (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
+        if (hbm_preflight_live_devices(obs, n, in, live, err) < 0)
+            return hbm_err_prefix(err, "--device auto");
+    } else if (t->device) {
+        const hbm_plan_device *d = hbm_plan_device_find(t->device);
+        if (!d)
+            return hbm_err_set(err, "--device: \"%s\" is not in the device table (hbmctl plan "
+                               "--list-devices); use --mem SIZE for others", t->device);
+        in->device_name = d->name;
+        in->mem_total_bytes = d->total_bytes;
+        in->large_device = d->large_class;
+        if (t->platform == HBM_PLAN_PLATFORM_UNKNOWN)
+            in->platform = d->platform;
+    }
+    return 0;
+}
+
+int hbm_preflight_target_input(const hbm_preflight_target *t, hbm_obs *obs,
+                               hbm_plan_input *in, hbm_preflight_live *live, hbm_err *err)
+{
+    memset(live, 0, sizeof *live);
+    if (t->platform != HBM_PLAN_PLATFORM_UNKNOWN)
+        in->platform = t->platform;
+    if (t->serve && hbm_preflight_target_live(t))
+        return hbm_err_set(err, "--serve chooses how many devices: give --device NAME or --mem "
+                           "SIZE --free SIZE, not --device auto");
+    if (target_device(t, obs, in, live, err) < 0)
+        return -1;
+    if (t->mem_bytes != HBM_UNKNOWN) {
+        in->mem_total_bytes = t->mem_bytes;
+        if (!t->device)
+            in->large_device = t->mem_bytes >= 70 * HBM_GIB;
+    }
+    if (t->free_bytes != HBM_UNKNOWN)
+        in->mem_free_bytes = t->free_bytes;
+    if (in->platform == HBM_PLAN_PLATFORM_UNKNOWN)
+        in->platform = HBM_PLAN_PLATFORM_CUDA;
+    if (in->mem_total_bytes <= 0)
+        return hbm_err_set(err, "plan: which device? give --device NAME, --device auto or "
+                           "--mem SIZE");
+    if (in->mem_free_bytes > in->mem_total_bytes)
+        return hbm_err_set(err, "--free: %lld bytes is more than the device's %lld",
+                           (long long)in->mem_free_bytes, (long long)in->mem_total_bytes);
+    return 0;
 }

@@ -72,7 +72,8 @@ typedef struct hbm_preflight_target {
     int64_t mem_bytes;           /* total memory as the framework sees it, HBM_UNKNOWN */
     int64_t free_bytes;          /* free at start-up, HBM_UNKNOWN: all of it, or live */
     hbm_plan_platform platform;  /* HBM_PLAN_PLATFORM_UNKNOWN when not given */
-    bool serve;                  /* planning backwards, which chooses the devices itself */
+    int64_t serve;               /* planning backwards: requests to serve (the planner
+                                  * chooses the devices then); 0 when not asked */
 } hbm_preflight_target;
 
 /* True when target asks for the live host (so an observation is wanted). */
@@ -83,6 +84,12 @@ bool hbm_preflight_target_live(const hbm_preflight_target *t);
  * Returns 0, or -1 with err saying which device is missing or impossible. */
 int hbm_preflight_target_input(const hbm_preflight_target *t, hbm_obs *obs,
                                hbm_plan_input *in, hbm_preflight_live *live, hbm_err *err);
+
+/* `plan`: in planned on target's device (hbm_preflight_target_input), forwards, or with
+ * t->serve backwards: the cheapest launch that serves that many requests. Returns 1 when
+ * the launch starts (serves them), 0 when it does not, -1 with err when there is no plan. */
+int hbm_preflight_plan(const hbm_preflight_target *t, hbm_obs *obs, hbm_plan_input *in,
+                       hbm_plan_result *res, hbm_err *err);
 
 /* What `run` does before the start. */
 typedef struct hbm_preflight_start_opts {

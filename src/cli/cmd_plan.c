@@ -1,6 +1,7 @@
-/* hbmctl plan: the preflight memory planner (docs/planner.md). The library predicts; this file picks
- * the device (a table name, --mem/--free, or the live host through hbm_observe), prints,
- * and chooses the exit code: 0 fits, 1 does not fit, 2 could not look. */
+/* hbmctl plan: the preflight memory planner (docs/planner.md). The library predicts and
+ * the preflight module fills the device (a table name, --mem/--free, or the live host);
+ * this file parses, prints, and chooses the exit code: 0 fits, 1 does not fit, 2 could not
+ * look. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,29 +26,6 @@ static const char vllm_flags[] =
     "Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
     "is an error (exit 2) naming the nearest known one. After '--', a whole\n"
     "'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n";
-
-static void list_devices(void)
-{
-    size_t n;
-    const hbm_plan_device *d = hbm_plan_devices(&n);
-    printf("%-10s %-7s %10s  %s\n", "DEVICE", "KIND", "TOTAL", "SOURCE");
-    for (size_t i = 0; i < n; i++)
-        printf("%-10s %-7s %6.2f GiB  %.69s\n", d[i].name,
-               d[i].platform == HBM_PLAN_PLATFORM_ASCEND ? "ascend" : "cuda",
-               (double)d[i].total_bytes / 1073741824.0, d[i].source);
-}
-
-static void list_flags(hbm_plan_engine e)
-{
-    size_t n;
-    const hbm_plan_flag *f = hbm_plan_flags(e, &n);
-    printf("%-44s %-6s %s\n", "FLAG", "VALUE", "USE");
-    for (size_t i = 0; i < n; i++)
-        printf("%-44s %-6s %s\n", f[i].name, f[i].value ? "yes" : "no",
-               f[i].use == HBM_PLAN_FLAG_MODELLED     ? "read by the planner"
-               : f[i].use == HBM_PLAN_FLAG_UNMODELLED ? "changes memory, not modelled (noted)"
-                                                      : "no device memory: skipped");
-}
 
 /* A word after a flag that takes a value is that value unless it looks like an option
  * (negative numbers are values), as vLLM's parser reads it. */
@@ -201,10 +179,10 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         v.w[v.n++] = args.args[i];
     hbm_err err = {{0}};
     if (rc == CLI_CONTINUE && a->list_flags) {
-        list_flags(in->engine);
+        cli_plan_list_flags(in->engine);
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_CONTINUE && a->list_devices) {
-        list_devices();
+        cli_plan_list_devices();
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_CONTINUE &&
                (hbm_plan_args_from_argv(in, v.n, v.w, &err) < 0 ||
@@ -220,32 +198,6 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
     return rc;
 }
 
-/* The device memory to plan against: from the table, the live host, or --mem/--free. */
-static int choose_device(plan_args *a, hbm_plan_input *in, hbm_preflight_live *live)
-{
-    if (a->sampler >= 0)
-        in->vllm.sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
-    hbm_preflight_target t = {
-        .device = a->device, .mem_bytes = a->mem, .free_bytes = a->free, .serve = a->serve > 0,
-        .platform = a->platform < 0   ? HBM_PLAN_PLATFORM_UNKNOWN
-                    : a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA
-                                      : HBM_PLAN_PLATFORM_ASCEND,
-    };
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    hbm_err err = {{0}};
-    int rc = -1;
-    if (hbm_preflight_target_live(&t) && !t.serve && !cli_observe(&a->cc, &obs))
-        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
-                   "--device NAME or --mem SIZE --free SIZE");
-    else if (hbm_preflight_target_input(&t, &obs, in, live, &err) < 0)
-        cli_errorf("%s", err.msg);
-    else
-        rc = 0;
-    hbm_obs_free(&obs);
-    return rc;
-}
-
 int cmd_plan(int argc, char **argv)
 {
     plan_args a = {.mem = HBM_UNKNOWN, .free = HBM_UNKNOWN, .platform = -1, .sampler = -1};
@@ -258,27 +210,33 @@ int cmd_plan(int argc, char **argv)
         cli_errorf("plan: give a model directory or config.json (see hbmctl plan --help)");
         return CLI_EXIT_ERROR;
     }
-    rc = CLI_EXIT_ERROR;
-    hbm_preflight_live live;
-    memset(&live, 0, sizeof live);
+    if (a.sampler >= 0)
+        in.vllm.sampler = a.sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
+    hbm_preflight_target t = {
+        .device = a.device, .mem_bytes = a.mem, .free_bytes = a.free, .serve = a.serve,
+        .platform = a.platform < 0   ? HBM_PLAN_PLATFORM_UNKNOWN
+                    : a.platform < 2 ? HBM_PLAN_PLATFORM_CUDA
+                                     : HBM_PLAN_PLATFORM_ASCEND,
+    };
+    hbm_obs obs;
+    hbm_obs_init(&obs);
     hbm_plan_result res;
     memset(&res, 0, sizeof res);
     hbm_err err = {{0}};
-    if (choose_device(&a, &in, &live) < 0)
-        goto out;
-    in.serve_requests = a.serve > 0 ? a.serve : HBM_UNKNOWN;
-    if ((a.serve > 0 ? hbm_plan_serve(&in, &res, &err) : hbm_plan_run(&in, &res, &err)) < 0) {
+    int starts = -1;
+    rc = CLI_EXIT_ERROR;
+    if (hbm_preflight_target_live(&t) && !t.serve && !cli_observe(&a.cc, &obs))
+        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
+                   "--device NAME or --mem SIZE --free SIZE");
+    else if ((starts = hbm_preflight_plan(&t, &obs, &in, &res, &err)) < 0)
         cli_errorf("%s", err.msg);
-        goto out;
-    }
-    if (a.cc.json) {
+    else if (a.cc.json)
         cli_json_out(hbm_plan_result_to_json(&res));
-    } else {
+    else
         cli_plan_report(stdout, &res, CLI_WIDTH, cli_color(stdout));
-    }
-    rc = (a.serve > 0 ? res.launch.serves : res.fits) ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
-out:
+    if (starts >= 0)
+        rc = starts ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
     hbm_plan_result_free(&res);
-    hbm_preflight_live_free(&live);
+    hbm_obs_free(&obs);
     return rc;
 }

@@ -276,3 +276,18 @@ int hbm_preflight_target_input(const hbm_preflight_target *t, hbm_obs *obs,
                            (long long)in->mem_free_bytes, (long long)in->mem_total_bytes);
     return 0;
 }
+
+int hbm_preflight_plan(const hbm_preflight_target *t, hbm_obs *obs, hbm_plan_input *in,
+                       hbm_plan_result *res, hbm_err *err)
+{
+    hbm_preflight_live live;
+    int rc = hbm_preflight_target_input(t, obs, in, &live, err);
+    if (rc == 0) {
+        in->serve_requests = t->serve > 0 ? t->serve : HBM_UNKNOWN;
+        rc = t->serve > 0 ? hbm_plan_serve(in, res, err) : hbm_plan_run(in, res, err);
+    }
+    hbm_preflight_live_free(&live);
+    if (rc < 0)
+        return -1;
+    return (t->serve > 0 ? res->launch.serves : res->fits) ? 1 : 0;
+}

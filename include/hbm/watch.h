@@ -15,7 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "hbm/obs.h"
+#include "hbm/observe.h"
+#include "hbm/progress.h"
 
 #define HBM_LEAK_WINDOW_MAX 15 /* running-median window bound (samples) */
 #define HBM_LEAK_HOLD_MAX 8    /* plateau length bound (samples) */
@@ -157,5 +161,80 @@ int hbm_history_save(const char *path, const hbm_history *h, hbm_err *err);
 /* Runs the leak detector (p NULL = defaults) over one device's samples. */
 hbm_leak_status hbm_history_judge(const hbm_history_dev *d, const hbm_leak_params *p);
 void hbm_history_free(hbm_history *h);
+
+/* ---- a watch session ---------------------------------------------------------------- */
+
+/* One observation per sample fed to the detectors; what changed since the sample before (a
+ * leak, its end, a threshold crossed either way, a server engine turned stalled or back) is
+ * kept as an event for the views to show. */
+#define HBM_WATCH_EVENTS 8 /* events kept, newest last */
+
+typedef enum hbm_watch_event_kind {
+    HBM_WATCH_EV_LEAK,       /* memory grew in steps that never returned */
+    HBM_WATCH_EV_LEAK_CLEAR, /* memory back at its earlier level */
+    HBM_WATCH_EV_CROSS_UP,   /* memory crossed the threshold */
+    HBM_WATCH_EV_CROSS_DOWN, /* memory back below the threshold */
+    HBM_WATCH_EV_STALL,      /* a server engine turned stalled */
+    HBM_WATCH_EV_STALL_END,  /* a stalled server engine is no longer stalled */
+} hbm_watch_event_kind;
+
+typedef struct hbm_watch_event {
+    hbm_watch_event_kind kind;
+    double wall;            /* when it was seen (wall clock) */
+    int64_t device;         /* memory events: the device's user id */
+    int64_t pid;            /* ... the process's, HBM_UNKNOWN for the device's own series */
+    char name[64];          /* ... the process's name */
+    int64_t growth_bytes;   /* ... growth over the unreturned steps */
+    int64_t level_bytes;    /* ... the memory's level now */
+    int steps;              /* ... unreturned steps */
+    char url[512];          /* server events: the server, without credentials */
+    char line[400];         /* ... its engine's progress line when it changed */
+} hbm_watch_event;
+
+typedef struct hbm_watch_session {
+    const hbm_source_opts *src;     /* borrowed: where each sample observes */
+    const int64_t *only;            /* borrowed: the devices shown (user ids); none = all */
+    size_t nonly;
+    hbm_progress_servers *servers;  /* borrowed: sampled with the devices (may be empty) */
+    hbm_watch w;                    /* owned */
+    hbm_obs obs;                    /* owned: the latest observation */
+    bool have_obs;
+    char error[1024];               /* why the latest observation failed, "" when it did not */
+    long samples;
+    double started;                 /* wall clock of the first sample */
+    bool problem_seen;              /* a leak or a stall was reported (watch exits 1) */
+    hbm_progress_state *last_state; /* owned: each server engine as last reported */
+    size_t nlast;
+    hbm_watch_event events[HBM_WATCH_EVENTS];
+    size_t nevents;
+    unsigned long events_total;     /* events ever added */
+    unsigned long events_shown;     /* events_total when a view last showed them */
+} hbm_watch_session;
+
+void hbm_watch_session_init(hbm_watch_session *s, const hbm_leak_params *p,
+                            const hbm_source_opts *src, const int64_t *only, size_t nonly,
+                            hbm_progress_servers *servers);
+void hbm_watch_session_free(hbm_watch_session *s);
+
+/* One sample: the servers, then one observation fed to the detectors, their events kept.
+ * Returns 0, or -1 when the observation failed (error says why; the previous observation
+ * is kept). */
+int hbm_watch_session_sample(hbm_watch_session *s);
+
+/* The server engines' events of their latest sample (part of hbm_watch_session_sample). */
+void hbm_watch_session_server_events(hbm_watch_session *s);
+
+/* True when the device passes the device filter. */
+bool hbm_watch_session_wanted(const hbm_watch_session *s, const hbm_device *d);
+
+/* Index in events of the first event not yet shown; marks them all shown. */
+size_t hbm_watch_session_first_unshown(hbm_watch_session *s);
+
+/* The devices shown, as `watch --json` writes them: each with its memory, verdict, leak
+ * state and processes (a new array). */
+json_t *hbm_watch_session_devices_json(const hbm_watch_session *s);
+
+/* The servers' latest sample, as `watch --json` writes them (a new array). */
+json_t *hbm_watch_session_servers_json(const hbm_watch_session *s);
 
 #endif

@@ -1,6 +1,7 @@
-/* hbmctl plan: the preflight memory planner (docs/planner.md). The library predicts; this file picks
- * the device (a table name, --mem/--free, or the live host through hbm_observe), prints,
- * and chooses the exit code: 0 fits, 1 does not fit, 2 could not look. */
+/* hbmctl plan: the preflight memory planner (docs/planner.md). The library predicts and
+ * the preflight module fills the device (a table name, --mem/--free, or the live host);
+ * this file parses, prints, and chooses the exit code: 0 fits, 1 does not fit, 2 could not
+ * look. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "hbm/plan.h"
+#include "hbm/preflight.h"
 #include "render_plan.h"
 #include "wrap.h"
 
@@ -25,172 +26,6 @@ static const char vllm_flags[] =
     "Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
     "is an error (exit 2) naming the nearest known one. After '--', a whole\n"
     "'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n";
-
-static void list_devices(void)
-{
-    size_t n;
-    const hbm_plan_device *d = hbm_plan_devices(&n);
-    printf("%-10s %-7s %10s  %s\n", "DEVICE", "KIND", "TOTAL", "SOURCE");
-    for (size_t i = 0; i < n; i++)
-        printf("%-10s %-7s %6.2f GiB  %.69s\n", d[i].name,
-               d[i].platform == HBM_PLAN_PLATFORM_ASCEND ? "ascend" : "cuda",
-               (double)d[i].total_bytes / 1073741824.0, d[i].source);
-}
-
-/* The devices a visible-device variable leaves, in its order, as vLLM's framework would
- * see them. CUDA takes indices or GPU- UUID prefixes and stops at the first entry it cannot
- * use; the Ascend runtime takes logic ids and refuses a list out of range or out of order.
- * Returns the count, or -1 with the reason in why. */
-static long visible_list(hbm_obs *obs, hbm_vendor vendor, const char *val, size_t *out,
-                         size_t cap, char *why, size_t whylen)
-{
-    long n = 0;
-    int64_t last = -1;
-    char *copy = hbm_xstrdup(val), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        while (isspace((unsigned char)*t))
-            t++;
-        size_t l = strlen(t);
-        while (l && isspace((unsigned char)t[l - 1]))
-            t[--l] = 0;
-        hbm_device *d = NULL;
-        char *end;
-        long long id = strtoll(t, &end, 10);
-        if (l && !*end && end != t && id >= 0)
-            d = hbm_obs_find_device(obs, id);
-        else if (vendor == HBM_VENDOR_NVIDIA && !strncmp(t, "GPU-", 4))
-            for (size_t k = 0; k < obs->ndevs && !d; k++)
-                if (!strncmp(obs->devs[k].uuid, t, l))
-                    d = &obs->devs[k];
-        for (long k = 0; d && k < n; k++)
-            if (&obs->devs[out[k]] == d)
-                d = NULL; /* named twice: CUDA treats it as invalid */
-        if (vendor == HBM_VENDOR_ASCEND && (!d || hbm_device_user_id(d) <= last)) {
-            snprintf(why, whylen, "%s: \"%s\" %s", val, t,
-                     !d ? "is not a logic id of this host (hbmctl status lists them)"
-                        : "breaks the ascending order the Ascend runtime requires");
-            free(copy);
-            return -1;
-        }
-        if (!d) {
-            /* CUDA sees the devices before an entry it cannot use, and none after it */
-            snprintf(why, whylen, "CUDA stops at \"%s\": no such device here", t);
-            break;
-        }
-        last = hbm_device_user_id(d);
-        if ((size_t)n < cap)
-            out[n++] = (size_t)(d - obs->devs);
-    }
-    free(copy);
-    return n;
-}
-
-/* The live devices vLLM would use: the first tp x pp the visible-device variable leaves
- * (all devices in the backend's order when it is unset). */
-static int live_device(const cli_common *cc, int64_t ndev, hbm_plan_input *in,
-                       hbm_plan_holder **holders, int64_t **ids, char **visible, char *name,
-                       size_t namelen, char **partial)
-{
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    if (!cli_observe(cc, &obs)) {
-        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
-                   "--device NAME or --mem SIZE --free SIZE");
-        hbm_obs_free(&obs);
-        return -1;
-    }
-    if (obs.ndevs == 0) {
-        cli_errorf("--device auto: the %s backend sees no device", obs.backend);
-        hbm_obs_free(&obs);
-        return -1;
-    }
-    hbm_vendor vendor = obs.devs[0].vendor;
-    const char *var = hbm_vendor_visible_env(vendor);
-    const char *val = var ? getenv(var) : NULL;
-    size_t *use = hbm_xcalloc(obs.ndevs, sizeof *use);
-    long nuse = (long)obs.ndevs;
-    char why[256] = "";
-    if (val) {
-        nuse = visible_list(&obs, vendor, val, use, obs.ndevs, why, sizeof why);
-        if (nuse < 0) {
-            cli_errorf("--device auto: %s=%s", var, why);
-            goto fail;
-        }
-        *visible = hbm_xasprintf("%s=%s", var, val);
-    } else {
-        for (size_t k = 0; k < obs.ndevs; k++)
-            use[k] = k;
-    }
-    if (ndev > nuse) {
-        cli_errorf("--device auto: TP x PP needs %lld devices but %s%s%s%s leaves %ld%s%s%s",
-                   (long long)ndev, val ? var : "the host", val ? "=\"" : "", val ? val : "",
-                   val ? "\"" : "", nuse, why[0] ? " (" : "", why, why[0] ? ")" : "");
-        goto fail;
-    }
-    *ids = hbm_xcalloc((size_t)ndev, sizeof **ids);
-    int64_t total = -1, free_min = -1;
-    size_t nh = 0;
-    for (int64_t i = 0; i < ndev; i++) {
-        hbm_device *d = &obs.devs[use[i]];
-        (*ids)[i] = hbm_device_user_id(d);
-        hbm_plan_platform plat = d->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
-                                                                : HBM_PLAN_PLATFORM_CUDA;
-        hbm_plan_devmem dm;
-        hbm_err err = {{0}};
-        if (hbm_plan_device_memory(d->name, plat, d->memory_total_bytes, d->memory_used_bytes,
-                                   &dm, &err) < 0) {
-            cli_errorf("--device auto: device %lld: %s", (long long)hbm_device_user_id(d),
-                       err.msg);
-            goto fail;
-        }
-        if (total < 0 || dm.total_bytes < total)
-            total = dm.total_bytes;
-        if (free_min < 0 || dm.free_bytes < free_min)
-            free_min = dm.free_bytes;
-        if (i == 0) {
-            snprintf(name, namelen, "%s", d->name[0] ? d->name : "device");
-            in->platform = plat;
-            in->large_device = dm.large_device;
-        }
-        for (size_t p = 0; p < d->nprocs; p++) {
-            *holders = hbm_xrealloc(*holders, (nh + 1) * sizeof **holders);
-            hbm_plan_holder *h = &(*holders)[nh++];
-            h->pid = d->procs[p].pid;
-            snprintf(h->name, sizeof h->name, "%s",
-                     d->procs[p].name[0] ? d->procs[p].name : "?");
-            h->memory_bytes = d->procs[p].memory_bytes;
-        }
-    }
-    in->mem_total_bytes = total;
-    in->mem_free_bytes = free_min;
-    in->holders = *holders;
-    in->nholders = nh;
-    in->device_ids = *ids;
-    in->ndevice_ids = (size_t)ndev;
-    in->visible_devices = *visible;
-    in->live = true;
-    if (obs.partial)
-        in->live_partial = *partial = hbm_xstrdup(obs.partial_why);
-    free(use);
-    hbm_obs_free(&obs);
-    return 0;
-fail:
-    free(use);
-    hbm_obs_free(&obs);
-    return -1;
-}
-
-static void list_flags(hbm_plan_engine e)
-{
-    size_t n;
-    const hbm_plan_flag *f = hbm_plan_flags(e, &n);
-    printf("%-44s %-6s %s\n", "FLAG", "VALUE", "USE");
-    for (size_t i = 0; i < n; i++)
-        printf("%-44s %-6s %s\n", f[i].name, f[i].value ? "yes" : "no",
-               f[i].use == HBM_PLAN_FLAG_MODELLED     ? "read by the planner"
-               : f[i].use == HBM_PLAN_FLAG_UNMODELLED ? "changes memory, not modelled (noted)"
-                                                      : "no device memory: skipped");
-}
 
 /* A word after a flag that takes a value is that value unless it looks like an option
  * (negative numbers are values), as vLLM's parser reads it. */
@@ -344,10 +179,10 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         v.w[v.n++] = args.args[i];
     hbm_err err = {{0}};
     if (rc == CLI_CONTINUE && a->list_flags) {
-        list_flags(in->engine);
+        cli_plan_list_flags(in->engine);
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_CONTINUE && a->list_devices) {
-        list_devices();
+        cli_plan_list_devices();
         rc = CLI_EXIT_OK;
     } else if (rc == CLI_CONTINUE &&
                (hbm_plan_args_from_argv(in, v.n, v.w, &err) < 0 ||
@@ -363,61 +198,6 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
     return rc;
 }
 
-/* The device memory to plan against: from the table, the live host, or --mem/--free. */
-static int choose_device(plan_args *a, hbm_plan_input *in, hbm_plan_holder **holders,
-                         int64_t **ids, char **visible, char *live_name, size_t namelen,
-                         char **partial)
-{
-    if (a->platform >= 0)
-        in->platform = a->platform < 2 ? HBM_PLAN_PLATFORM_CUDA : HBM_PLAN_PLATFORM_ASCEND;
-    if (a->sampler >= 0)
-        in->vllm.sampler = a->sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
-    if (a->serve > 0 && a->device && !strcmp(a->device, "auto")) {
-        cli_errorf("--serve chooses how many devices: give --device NAME or --mem SIZE "
-                   "--free SIZE, not --device auto");
-        return -1;
-    }
-    if (a->device && !strcmp(a->device, "auto")) {
-        int64_t n = (in->tensor_parallel_size > 0 ? in->tensor_parallel_size : 1) *
-                    (in->pipeline_parallel_size > 0 ? in->pipeline_parallel_size : 1);
-        if (live_device(&a->cc, n, in, holders, ids, visible, live_name, namelen, partial) < 0)
-            return -1;
-        in->device_name = live_name;
-    } else if (a->device) {
-        const hbm_plan_device *d = hbm_plan_device_find(a->device);
-        if (!d) {
-            cli_errorf("--device: \"%s\" is not in the device table (hbmctl plan "
-                       "--list-devices); use --mem SIZE for others",
-                       a->device);
-            return -1;
-        }
-        in->device_name = d->name;
-        in->mem_total_bytes = d->total_bytes;
-        in->large_device = d->large_class;
-        if (a->platform < 0)
-            in->platform = d->platform;
-    }
-    if (a->mem != HBM_UNKNOWN) {
-        in->mem_total_bytes = a->mem;
-        if (!a->device)
-            in->large_device = a->mem >= 70 * HBM_GIB;
-    }
-    if (a->free != HBM_UNKNOWN)
-        in->mem_free_bytes = a->free;
-    if (in->platform == HBM_PLAN_PLATFORM_UNKNOWN)
-        in->platform = HBM_PLAN_PLATFORM_CUDA;
-    if (in->mem_total_bytes <= 0) {
-        cli_errorf("plan: which device? give --device NAME, --device auto or --mem SIZE");
-        return -1;
-    }
-    if (in->mem_free_bytes > in->mem_total_bytes) {
-        cli_errorf("--free: %lld bytes is more than the device's %lld",
-                   (long long)in->mem_free_bytes, (long long)in->mem_total_bytes);
-        return -1;
-    }
-    return 0;
-}
-
 int cmd_plan(int argc, char **argv)
 {
     plan_args a = {.mem = HBM_UNKNOWN, .free = HBM_UNKNOWN, .platform = -1, .sampler = -1};
@@ -430,32 +210,33 @@ int cmd_plan(int argc, char **argv)
         cli_errorf("plan: give a model directory or config.json (see hbmctl plan --help)");
         return CLI_EXIT_ERROR;
     }
-    rc = CLI_EXIT_ERROR;
-    hbm_plan_holder *holders = NULL;
-    int64_t *ids = NULL;
-    char *visible = NULL, *partial = NULL, live_name[64] = "";
+    if (a.sampler >= 0)
+        in.vllm.sampler = a.sampler == 0 ? HBM_PLAN_SAMPLER_FLASHINFER : HBM_PLAN_SAMPLER_TORCH;
+    hbm_preflight_target t = {
+        .device = a.device, .mem_bytes = a.mem, .free_bytes = a.free, .serve = a.serve,
+        .platform = a.platform < 0   ? HBM_PLAN_PLATFORM_UNKNOWN
+                    : a.platform < 2 ? HBM_PLAN_PLATFORM_CUDA
+                                     : HBM_PLAN_PLATFORM_ASCEND,
+    };
+    hbm_obs obs;
+    hbm_obs_init(&obs);
     hbm_plan_result res;
     memset(&res, 0, sizeof res);
     hbm_err err = {{0}};
-    if (choose_device(&a, &in, &holders, &ids, &visible, live_name, sizeof live_name,
-                      &partial) < 0)
-        goto out;
-    in.serve_requests = a.serve > 0 ? a.serve : HBM_UNKNOWN;
-    if ((a.serve > 0 ? hbm_plan_serve(&in, &res, &err) : hbm_plan_run(&in, &res, &err)) < 0) {
+    int starts = -1;
+    rc = CLI_EXIT_ERROR;
+    if (hbm_preflight_target_live(&t) && !t.serve && !cli_observe(&a.cc, &obs))
+        cli_errorf("--device auto: no live observation, so no free memory to plan with; use "
+                   "--device NAME or --mem SIZE --free SIZE");
+    else if ((starts = hbm_preflight_plan(&t, &obs, &in, &res, &err)) < 0)
         cli_errorf("%s", err.msg);
-        goto out;
-    }
-    if (a.cc.json) {
+    else if (a.cc.json)
         cli_json_out(hbm_plan_result_to_json(&res));
-    } else {
+    else
         cli_plan_report(stdout, &res, CLI_WIDTH, cli_color(stdout));
-    }
-    rc = (a.serve > 0 ? res.launch.serves : res.fits) ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
-out:
+    if (starts >= 0)
+        rc = starts ? CLI_EXIT_OK : CLI_EXIT_PROBLEM;
     hbm_plan_result_free(&res);
-    free(holders);
-    free(ids);
-    free(visible);
-    free(partial);
+    hbm_obs_free(&obs);
     return rc;
 }

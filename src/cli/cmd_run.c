@@ -1,24 +1,16 @@
 /* hbmctl run: the supervisor's front end. Before the start it leases devices, sets the
  * allocator and refuses a launch the planner says will fail; then it hands over to
  * hbm_run_supervise and exits with the child's status. */
-#include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "hbm/audit.h"
-#include "hbm/lease.h"
-#include "hbm/plan.h"
+#include "hbm/preflight.h"
 #include "hbm/progress.h"
 #include "hbm/run.h"
-#include "render_plan.h"
-
-#define PREFIX "hbmctl run: "
+#include "run_lines.h"
 
 static const char about[] =
     "Runs COMMAND so that stopping it always gives the device back: hbmctl is its\n"
@@ -68,185 +60,6 @@ static int read_health_url(void *dst, const char *v, char *why, size_t n)
 #endif
 }
 
-typedef struct run_cli {
-    const char *audit_path;
-    bool audit_warned;
-} run_cli;
-
-static void log_line(void *ctx, const char *line)
-{
-    (void)ctx;
-    fprintf(stderr, PREFIX "%s\n", line);
-    fflush(stderr);
-}
-
-static void audit(void *ctx, json_t *event)
-{
-    run_cli *c = ctx;
-    hbm_err err = {{0}};
-    if (hbm_audit_append(c->audit_path, event, &err) < 0 && !c->audit_warned) {
-        fprintf(stderr, PREFIX "audit log: %s\n", err.msg);
-        c->audit_warned = true;
-    }
-    json_decref(event);
-}
-
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(PREFIX, stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return HBM_RUN_EXIT_FAILED;
-}
-
-/* The device the preflight judges: the chosen one with the least free memory, else the
- * first the visible-device variable names, else the first device. */
-static hbm_device *preflight_device(hbm_obs *obs, const hbm_pick_result *pick)
-{
-    hbm_device *best = NULL;
-    if (pick && pick->n) {
-        for (size_t i = 0; i < pick->n; i++) {
-            hbm_device *d = &obs->devs[pick->dev_index[i]];
-            if (!best || d->memory_total_bytes - d->memory_used_bytes <
-                             best->memory_total_bytes - best->memory_used_bytes)
-                best = d;
-        }
-        return best;
-    }
-    if (obs->ndevs == 0)
-        return NULL;
-    const char *vis = getenv(hbm_vendor_visible_env(obs->devs[0].vendor));
-    if (vis && *vis) {
-        hbm_device *d = hbm_obs_find_device(obs, strtoll(vis, NULL, 10));
-        if (d)
-            return d;
-    }
-    return &obs->devs[0];
-}
-
-static int preflight(const char *model, char **argv, int argc, hbm_obs *obs,
-                     const hbm_pick_result *pick)
-{
-    hbm_device *dev = preflight_device(obs, pick);
-    if (!dev)
-        return fail("preflight: %s", "no device is visible to plan against");
-    hbm_plan_input in;
-    hbm_plan_input_init(&in);
-    in.model_path = model;
-    hbm_err err = {{0}};
-    if (hbm_plan_args_from_argv(&in, argc, argv, &err) < 0)
-        return fail("preflight: %s", err.msg);
-    in.model_path = model;
-    in.platform = dev->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND
-                                                   : HBM_PLAN_PLATFORM_CUDA;
-    in.device_name = dev->name;
-    /* the same figures as `hbmctl plan --device auto` */
-    hbm_plan_devmem dm;
-    if (hbm_plan_device_memory(dev->name, in.platform, dev->memory_total_bytes,
-                               dev->memory_used_bytes, &dm, &err) < 0)
-        return fail("preflight: device %lld: %s", (long long)hbm_device_user_id(dev), err.msg);
-    in.mem_total_bytes = dm.total_bytes;
-    in.mem_free_bytes = dm.free_bytes;
-    in.large_device = dm.large_device;
-    hbm_plan_holder *holders = hbm_xcalloc(dev->nprocs ? dev->nprocs : 1, sizeof *holders);
-    for (size_t i = 0; i < dev->nprocs; i++) {
-        holders[i].pid = dev->procs[i].pid;
-        snprintf(holders[i].name, sizeof holders[i].name, "%s", dev->procs[i].name);
-        holders[i].memory_bytes = dev->procs[i].memory_bytes;
-    }
-    in.holders = holders;
-    in.nholders = dev->nprocs;
-    in.live = true;
-    hbm_plan_result r;
-    memset(&r, 0, sizeof r);
-    int rc = hbm_plan_run(&in, &r, &err);
-    free(holders);
-    if (rc < 0) {
-        hbm_plan_result_free(&r);
-        return fail("preflight: cannot plan: %s", err.msg);
-    }
-    char *text = cli_plan_verdict_text(&r);
-    int code = 0;
-    if (!r.fits) {
-        fprintf(stderr, PREFIX "preflight refuses to start on device %lld (%s):\n",
-                (long long)hbm_device_user_id(dev), dev->name);
-        fputs(text, stderr);
-        if (*text && text[strlen(text) - 1] != '\n')
-            fputc('\n', stderr);
-        code = HBM_RUN_EXIT_FAILED;
-    } else {
-        for (char *l = text, *e; l && *l; l = e ? e + 1 : NULL) {
-            e = strchr(l, '\n');
-            if (e)
-                *e = '\0';
-            fprintf(stderr, PREFIX "preflight: %s\n", l);
-        }
-    }
-    free(text);
-    hbm_plan_result_free(&r);
-    return code;
-}
-
-static int pick_devices(size_t count, const int64_t *ids, size_t nids,
-                        const char *lease_name, hbm_obs *obs, hbm_pick_result *pick)
-{
-    hbm_pick_opts po = {0};
-    po.n = count;
-    po.min_free_bytes = HBM_UNKNOWN;
-    po.lease_name = lease_name;
-    po.only = ids;
-    po.nonly = nids;
-    hbm_err err = {{0}};
-    int rc = hbm_pick(obs, &po, pick, &err);
-    if (rc < 0)
-        return fail("--devices: %s", err.msg);
-    if (rc == 1) {
-        fprintf(stderr, PREFIX "--devices: %zu free device%s wanted, not available:\n", count,
-                count == 1 ? "" : "s");
-        for (size_t i = 0; i < pick->nrefused; i++) {
-            /* A chip with no logic id is named inside its reason (card and chip). */
-            if (pick->refused[i].device >= 0)
-                fprintf(stderr, PREFIX "  device %lld: %s\n",
-                        (long long)pick->refused[i].device, pick->refused[i].why);
-            else
-                fprintf(stderr, PREFIX "  %s\n", pick->refused[i].why);
-        }
-        return HBM_RUN_EXIT_FAILED;
-    }
-    for (size_t i = 0; i < pick->n; i++)
-        if (pick->lease_fds && pick->lease_fds[i] >= 0)
-            fcntl(pick->lease_fds[i], F_SETFD, FD_CLOEXEC); /* the tree must not keep it */
-    setenv(pick->env_name, pick->env_value, 1);
-    fprintf(stderr, PREFIX "leased %s=%s (%s)\n", pick->env_name, pick->env_value,
-            pick->placement);
-    return 0;
-}
-
-static void alloc_conf(const hbm_obs *obs, bool have_obs)
-{
-    /* the variable of the vendor in use; both when no device was observed */
-    const char *vars[2] = {"PYTORCH_NPU_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
-    int from = 0, to = 2;
-    if (have_obs && obs->ndevs) {
-        from = obs->devs[0].vendor == HBM_VENDOR_NVIDIA ? 1 : 0;
-        to = from + 1;
-    }
-    for (int i = from; i < to; i++) {
-        char *val = NULL, why[300];
-        if (hbm_run_alloc_conf(getenv(vars[i]), &val, why, sizeof why)) {
-            setenv(vars[i], val, 1);
-            fprintf(stderr, PREFIX "%s=%s\n", vars[i], val);
-            free(val);
-        } else {
-            fprintf(stderr, PREFIX "--expandable-segments: %s left as is: %s\n", vars[i], why);
-        }
-    }
-}
-
 /* What the command line asks of run besides the supervisor's own options. */
 typedef struct run_args {
     cli_common cc;
@@ -262,16 +75,17 @@ static int progress_url(hbm_run_opts *o, char *buf, size_t n)
 {
     if (o->stall_s > 0 && !o->metrics_url) {
         if (!o->health_url)
-            return fail("--stall needs --health-url or --metrics-url (the server's /metrics)");
+            return cli_run_fail("--stall needs --health-url or --metrics-url (the server's "
+                            "/metrics)");
         hbm_progress_metrics_url(o->health_url, buf, n);
         o->metrics_url = buf;
     }
     if (o->metrics_url && o->stall_s <= 0)
-        return fail("--metrics-url is read for --stall DUR: give both");
+        return cli_run_fail("--metrics-url is read for --stall DUR: give both");
     return 0;
 }
 
-static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **argv)
+static int parse(run_args *a, hbm_run_opts *o, cli_run_sinks *rc, int argc, char **argv)
 {
     cli_common_init(&a->cc);
     a->lease_name = "run";
@@ -363,80 +177,65 @@ static int parse(run_args *a, hbm_run_opts *o, run_cli *rc, int argc, char **arg
     return prc;
 }
 
+/* The devices leased and the verdict shown, then the command under the supervisor; the
+ * leases end after it (after memory and segments). */
+static int start(run_args *a, hbm_run_opts *o, cli_run_sinks *rc, hbm_preflight_start *st)
+{
+    const hbm_pick_result *pick = &st->pick;
+    if (pick->n)
+        cli_run_leased(pick);
+    if (st->judged && cli_run_verdict(&st->verdict))
+        return HBM_RUN_EXIT_FAILED;
+    if (a->expandable)
+        cli_run_alloc_conf(st);
+    o->argv = a->cmd;
+    o->src = &a->cc.src;
+    o->devices = st->pick.devices;
+    o->ndevices = st->pick.n;
+    o->log = cli_run_log_line;
+    o->audit = cli_run_audit;
+    o->ctx = rc;
+    hbm_run_result res;
+    hbm_err err = {{0}};
+    if (hbm_run_supervise(o, &res, &err) < 0)
+        return cli_run_fail("%s", err.msg);
+    bool leased = st->pick.n > 0;
+    hbm_pick_result_free(&st->pick);
+    memset(&st->pick, 0, sizeof st->pick);
+    if (leased)
+        fprintf(stderr, RUN_PREFIX "leases released\n");
+    fprintf(stderr, RUN_PREFIX "summary: %s\n", res.summary ? res.summary : "");
+    int code = res.exit_code;
+    hbm_run_result_free(&res);
+    return code;
+}
+
 int cmd_run(int argc, char **argv)
 {
     hbm_run_opts o;
     hbm_run_opts_init(&o);
-    run_cli rc = {0};
+    cli_run_sinks rc = {0};
     run_args a = {0};
     hbm_err err = {{0}};
     int prc = parse(&a, &o, &rc, argc, argv);
     if (prc != CLI_CONTINUE)
         return prc;
-    const char *devices = a.devices, *model = a.model;
-    char **cmd = a.cmd;
-    int ncmd = a.ncmd;
     rc.audit_path = hbm_audit_path(rc.audit_path);
-
-    size_t count = 0, nids = 0;
+    hbm_preflight_start_opts po = {.src = &a.cc.src, .lease_name = a.lease_name,
+                                   .model = a.model, .argc = a.ncmd, .argv = a.cmd};
     int64_t *ids = NULL;
-    if (devices && hbm_run_parse_devices(devices, &count, &ids, &nids, &err) < 0)
-        return fail("%s", err.msg);
-
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    bool have_obs = false;
-    hbm_pick_result pick;
-    memset(&pick, 0, sizeof pick);
-    int code = 0;
-    if (devices || model) {
-        a.cc.src.want_topology = devices != NULL; /* --devices N picks by the links */
-        if (hbm_observe(&obs, &a.cc.src, &err) < 0) {
-            code = fail("cannot observe devices: %s", err.msg);
-            goto out;
-        }
-        have_obs = true;
-    }
-    if (devices) {
-        code = pick_devices(count, ids, nids, a.lease_name, &obs, &pick);
-        if (code)
-            goto out;
-    }
-    if (model) {
-        code = preflight(model, cmd, ncmd, &obs, devices ? &pick : NULL);
-        if (code)
-            goto out;
-    }
-    if (a.expandable)
-        alloc_conf(&obs, have_obs);
-
-    o.argv = cmd;
-    o.src = &a.cc.src;
-    o.devices = pick.devices;
-    o.ndevices = pick.n;
-    o.log = log_line;
-    o.audit = audit;
-    o.ctx = &rc;
-    hbm_obs_free(&obs);
-    have_obs = false;
-
-    hbm_run_result res;
-    if (hbm_run_supervise(&o, &res, &err) < 0) {
-        code = fail("%s", err.msg);
-        goto out;
-    }
-    bool leased = pick.n > 0;
-    hbm_pick_result_free(&pick); /* the leases end here, after memory and segments */
-    memset(&pick, 0, sizeof pick);
-    if (leased)
-        fprintf(stderr, PREFIX "leases released\n");
-    fprintf(stderr, PREFIX "summary: %s\n", res.summary ? res.summary : "");
-    code = res.exit_code;
-    hbm_run_result_free(&res);
-out:
-    if (have_obs)
-        hbm_obs_free(&obs);
-    hbm_pick_result_free(&pick);
+    if (a.devices && hbm_run_parse_devices(a.devices, &po.count, &ids, &po.nids, &err) < 0)
+        return cli_run_fail("%s", err.msg);
+    po.ids = ids;
+    hbm_preflight_start st;
+    int code;
+    if (hbm_preflight_start_run(&po, &st, &err) < 0)
+        code = cli_run_fail("%s", err.msg);
+    else if (st.outcome == HBM_PREFLIGHT_NO_DEVICES)
+        code = cli_run_no_devices(&st.pick, po.count);
+    else
+        code = start(&a, &o, &rc, &st);
+    hbm_preflight_start_free(&st);
     free(ids);
     return code;
 }

@@ -43,17 +43,17 @@ static void on_stop(int sig)
 
 static void print_plain(watch_ctx *c)
 {
-    char when[16], used[32], total[32], desc[160];
+    char when[16], used[32], total[32], desc[160], event[200];
     watch_clock_text(when, sizeof when, hbm_now_wall());
-    if (c->error[0]) {
-        printf("%s  could not observe: %s\n", when, c->error);
+    if (c->s.error[0]) {
+        printf("%s  could not observe: %s\n", when, c->s.error);
     } else {
-        for (size_t i = 0; i < c->obs.ndevs; i++) {
-            const hbm_device *d = &c->obs.devs[i];
-            if (!watch_wanted(c, d))
+        for (size_t i = 0; i < c->s.obs.ndevs; i++) {
+            const hbm_device *d = &c->s.obs.devs[i];
+            if (!hbm_watch_session_wanted(&c->s, d))
                 continue;
             int64_t id = hbm_device_user_id(d);
-            const hbm_watch_series *s = hbm_watch_find(&c->w, id, HBM_UNKNOWN);
+            const hbm_watch_series *s = hbm_watch_find(&c->s.w, id, HBM_UNKNOWN);
             char pct[8] = "-";
             if (d->memory_used_bytes >= 0 && d->memory_total_bytes > 0)
                 snprintf(pct, sizeof pct, "%.0f%%",
@@ -69,97 +69,29 @@ static void print_plain(watch_ctx *c)
     bool stalled;
     for (size_t k = 0; watch_server_line(c, k, line, sizeof line, &stalled); k++)
         printf("%s  %.90s\n", when, line); /* 100 columns; the TUI and --json say it all */
-    for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
-        printf("%s\n", c->events[i]);
+    for (size_t i = hbm_watch_session_first_unshown(&c->s); i < c->s.nevents; i++)
+        printf("%s\n", watch_event_text(&c->s.events[i], event, sizeof event));
     fflush(stdout);
-}
-
-static json_t *series_json(const hbm_watch_series *s)
-{
-    const hbm_leak_status *st = &s->det.st;
-    char desc[160];
-    json_t *j = json_object();
-    json_object_set_new(j, "ready", json_boolean(st->ready));
-    json_object_set_new(j, "leak", json_boolean(st->leak));
-    json_object_set_new(j, "above_threshold", json_boolean(st->above));
-    json_object_set_new(j, "steps", json_integer(st->steps));
-    json_object_set_new(j, "growth_bytes", json_integer(st->growth));
-    json_object_set_new(j, "level_bytes", st->level >= 0 ? json_integer(st->level) : json_null());
-    json_object_set_new(j, "base_bytes", st->base >= 0 ? json_integer(st->base) : json_null());
-    json_object_set_new(j, "step_bytes", json_integer(st->step_bytes));
-    json_object_set_new(j, "noise_bytes",
-                        isfinite(st->noise_bytes) ? json_real(st->noise_bytes) : json_null());
-    json_object_set_new(j, "summary", json_string(hbm_watch_describe(s, desc, sizeof desc)));
-    return j;
-}
-
-static json_t *servers_json(const watch_ctx *c)
-{
-    json_t *servers = json_array();
-    for (size_t i = 0; i < c->servers.n; i++) {
-        const hbm_progress_server *v = &c->servers.s[i];
-        json_t *sj = json_object();
-        json_object_set_new(sj, "url", json_string(v->safe));
-        json_object_set_new(sj, "up", json_boolean(v->up));
-        json_object_set_new(sj, "error", v->up ? json_null() : json_string(v->error));
-        json_t *eng = json_array();
-        for (size_t e = 0; v->up && e < v->track.n; e++)
-            json_array_append_new(eng, hbm_progress_engine_json(&v->track.e[e]));
-        json_object_set_new(sj, "engines", eng);
-        json_array_append_new(servers, sj);
-    }
-    return servers;
 }
 
 static void print_json(watch_ctx *c)
 {
     json_t *j = json_object();
     json_object_set_new(j, "time", json_real(hbm_now_wall()));
-    json_object_set_new(j, "sample", json_integer(c->samples));
-    if (c->error[0]) {
-        json_object_set_new(j, "error", json_string(c->error));
+    json_object_set_new(j, "sample", json_integer(c->s.samples));
+    if (c->s.error[0]) {
+        json_object_set_new(j, "error", json_string(c->s.error));
     } else {
-        json_object_set_new(j, "backend", json_string(c->obs.backend));
-        json_t *devs = json_array();
-        for (size_t i = 0; i < c->obs.ndevs; i++) {
-            const hbm_device *d = &c->obs.devs[i];
-            if (!watch_wanted(c, d))
-                continue;
-            int64_t id = hbm_device_user_id(d);
-            json_t *dj = json_object();
-            json_object_set_new(dj, "device", id >= 0 ? json_integer(id) : json_null());
-            json_object_set_new(dj, "name", json_string(d->name));
-            json_object_set_new(dj, "memory_used_bytes", d->memory_used_bytes >= 0
-                                                             ? json_integer(d->memory_used_bytes)
-                                                             : json_null());
-            json_object_set_new(dj, "memory_total_bytes",
-                                d->memory_total_bytes >= 0 ? json_integer(d->memory_total_bytes)
-                                                           : json_null());
-            json_object_set_new(dj, "verdict", json_string(hbm_verdict_name(d->verdict)));
-            const hbm_watch_series *s = hbm_watch_find(&c->w, id, HBM_UNKNOWN);
-            json_object_set_new(dj, "leak", s ? series_json(s) : json_null());
-            json_t *procs = json_array();
-            for (size_t k = 0; k < d->nprocs; k++) {
-                const hbm_watch_series *ps = hbm_watch_find(&c->w, id, d->procs[k].pid);
-                json_t *pj = json_object();
-                json_object_set_new(pj, "pid", json_integer(d->procs[k].pid));
-                json_object_set_new(pj, "name", json_string(d->procs[k].name));
-                json_object_set_new(pj, "memory_bytes", d->procs[k].memory_bytes >= 0
-                                                            ? json_integer(d->procs[k].memory_bytes)
-                                                            : json_null());
-                json_object_set_new(pj, "leak", ps ? series_json(ps) : json_null());
-                json_array_append_new(procs, pj);
-            }
-            json_object_set_new(dj, "processes", procs);
-            json_array_append_new(devs, dj);
-        }
-        json_object_set_new(j, "devices", devs);
+        json_object_set_new(j, "backend", json_string(c->s.obs.backend));
+        json_object_set_new(j, "devices", hbm_watch_session_devices_json(&c->s));
     }
     if (c->servers.n)
-        json_object_set_new(j, "servers", servers_json(c));
+        json_object_set_new(j, "servers", hbm_watch_session_servers_json(&c->s));
     json_t *ev = json_array();
-    for (size_t i = watch_first_unshown(c); i < c->nevents; i++)
-        json_array_append_new(ev, json_string(c->events[i]));
+    char event[200];
+    for (size_t i = hbm_watch_session_first_unshown(&c->s); i < c->s.nevents; i++)
+        json_array_append_new(ev, json_string(watch_event_text(&c->s.events[i], event,
+                                                               sizeof event)));
     json_object_set_new(j, "events", ev);
     cli_json_print(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fputc('\n', stdout);
@@ -190,21 +122,21 @@ static int run_lines(watch_ctx *c)
     sigaction(SIGTERM, &sa, NULL);
     double next = hbm_now_mono();
     while (!stop_requested) {
-        int rc = watch_sample(c);
-        if (rc < 0 && c->samples == 1) {
-            cli_errorf("%s", c->error);
+        int rc = hbm_watch_session_sample(&c->s);
+        if (rc < 0 && c->s.samples == 1) {
+            cli_errorf("%s", c->s.error);
             return CLI_EXIT_ERROR;
         }
         if (c->common.json)
             print_json(c);
         else
             print_plain(c);
-        if (c->count > 0 && c->samples >= c->count)
+        if (c->count > 0 && c->s.samples >= c->count)
             break;
         next += c->interval;
         sleep_until(next);
     }
-    return c->leak_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    return c->s.problem_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
 }
 
 int cmd_watch(int argc, char **argv)
@@ -258,7 +190,7 @@ int cmd_watch(int argc, char **argv)
     lp.threshold_bytes = threshold.bytes;
     lp.threshold_ratio = threshold.ratio;
     lp.steps = (size_t)steps;
-    hbm_watch_init(&c.w, &lp);
+    hbm_watch_session_init(&c.s, &lp, &c.common.src, c.only.id, c.only.n, &c.servers);
     int rc;
 #ifdef HBM_HAVE_NCURSES
     if (!plain && !c.common.json && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
@@ -268,10 +200,7 @@ int cmd_watch(int argc, char **argv)
     (void)plain; /* no full-screen view in this build: always lines */
 #endif
         rc = run_lines(&c);
-    if (c.have_obs)
-        hbm_obs_free(&c.obs);
-    hbm_watch_free(&c.w);
+    hbm_watch_session_free(&c.s);
     hbm_progress_servers_free(&c.servers);
-    free(c.last_state);
     return rc;
 }

@@ -305,3 +305,26 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color)
         }
     }
 }
+
+void cli_plan_list_devices(void)
+{
+    size_t n;
+    const hbm_plan_device *d = hbm_plan_devices(&n);
+    printf("%-10s %-7s %10s  %s\n", "DEVICE", "KIND", "TOTAL", "SOURCE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-10s %-7s %6.2f GiB  %.69s\n", d[i].name,
+               d[i].platform == HBM_PLAN_PLATFORM_ASCEND ? "ascend" : "cuda",
+               (double)d[i].total_bytes / 1073741824.0, d[i].source);
+}
+
+void cli_plan_list_flags(hbm_plan_engine e)
+{
+    size_t n;
+    const hbm_plan_flag *f = hbm_plan_flags(e, &n);
+    printf("%-44s %-6s %s\n", "FLAG", "VALUE", "USE");
+    for (size_t i = 0; i < n; i++)
+        printf("%-44s %-6s %s\n", f[i].name, f[i].value ? "yes" : "no",
+               f[i].use == HBM_PLAN_FLAG_MODELLED     ? "read by the planner"
+               : f[i].use == HBM_PLAN_FLAG_UNMODELLED ? "changes memory, not modelled (noted)"
+                                                      : "no device memory: skipped");
+}

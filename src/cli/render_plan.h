@@ -17,4 +17,10 @@ void cli_plan_report(FILE *f, const hbm_plan_result *r, int width, bool color);
  * ending in a newline. */
 char *cli_plan_verdict_text(const hbm_plan_result *r);
 
+/* `plan --list-devices`: the device table, one row each with its source. */
+void cli_plan_list_devices(void);
+
+/* `plan --list-flags`: the engine's flags accepted before '--' and what each does here. */
+void cli_plan_list_flags(hbm_plan_engine e);
+
 #endif

@@ -29,21 +29,21 @@ typedef struct view {
 
 static int64_t growth_of(const watch_ctx *c, const hbm_device *d)
 {
-    const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), HBM_UNKNOWN);
+    const hbm_watch_series *s = hbm_watch_find(&c->s.w, hbm_device_user_id(d), HBM_UNKNOWN);
     return s ? s->det.st.growth : 0;
 }
 
-/* Device indexes (into c->obs.devs) in display order. */
+/* Device indexes (into c->s.obs.devs) in display order. */
 static size_t ordered(const watch_ctx *c, const view *v, size_t *idx, size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; i < c->obs.ndevs && n < cap; i++)
-        if (watch_wanted(c, &c->obs.devs[i]))
+    for (size_t i = 0; i < c->s.obs.ndevs && n < cap; i++)
+        if (hbm_watch_session_wanted(&c->s, &c->s.obs.devs[i]))
             idx[n++] = i;
     for (size_t i = 1; i < n; i++) {
         size_t x = idx[i], j = i;
         for (; j > 0; j--) {
-            const hbm_device *a = &c->obs.devs[idx[j - 1]], *b = &c->obs.devs[x];
+            const hbm_device *a = &c->s.obs.devs[idx[j - 1]], *b = &c->s.obs.devs[x];
             bool after;
             if (v->sort == SORT_USED)
                 after = a->memory_used_bytes < b->memory_used_bytes;
@@ -125,7 +125,7 @@ static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, in
         mvprintw(y++, 0, "  %s", d->procs_known ? "no process" : "the source lists no processes");
     for (size_t i = 0; i < d->nprocs && y < rows - 2; i++) {
         const hbm_dproc *p = &d->procs[i];
-        const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), p->pid);
+        const hbm_watch_series *s = hbm_watch_find(&c->s.w, hbm_device_user_id(d), p->pid);
         char line[512], where[320];
         snprintf(line, sizeof line, "%8lld  %-16.16s %11s  %-28.28s %-9s %s", (long long)p->pid,
                  p->name[0] ? p->name : "-", cli_size(mem, sizeof mem, p->memory_bytes),
@@ -142,7 +142,7 @@ static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, in
 
 static void draw_details(const watch_ctx *c, const hbm_device *d, int *row, int rows, int cols)
 {
-    const hbm_watch_series *s = hbm_watch_find(&c->w, hbm_device_user_id(d), HBM_UNKNOWN);
+    const hbm_watch_series *s = hbm_watch_find(&c->s.w, hbm_device_user_id(d), HBM_UNKNOWN);
     char a[32], b[32], e[32], f[32];
     char lines[6][512];
     char ids[3][24];
@@ -208,23 +208,24 @@ static void draw(const watch_ctx *c, view *v)
     strftime(when, sizeof when, "%H:%M:%S", &tm);
     char head[400];
     snprintf(head, sizeof head, "hbmctl watch  %s  %s  every %.3gs  sample %ld  sort: %s",
-             c->have_obs ? c->obs.hostname : "", c->have_obs ? c->obs.backend : "", c->interval,
-             c->samples, sort_names[v->sort]);
+             c->s.have_obs ? c->s.obs.hostname : "", c->s.have_obs ? c->s.obs.backend : "",
+             c->interval,
+             c->s.samples, sort_names[v->sort]);
     attron(A_BOLD);
     mvaddnstr(0, 0, head, cols);
     attroff(A_BOLD);
     mvaddnstr(0, cols - 9 > 0 ? cols - 9 : 0, when, cols > 9 ? 9 : cols);
     int row = 1;
-    if (c->error[0]) {
+    if (c->s.error[0]) {
         attron(COLOR_PAIR(4));
-        mvaddnstr(row++, 0, c->error, cols);
+        mvaddnstr(row++, 0, c->s.error, cols);
         attroff(COLOR_PAIR(4));
     }
     row++;
     size_t idx[256];
-    size_t n = c->have_obs ? ordered(c, v, idx, 256) : 0;
+    size_t n = c->s.have_obs ? ordered(c, v, idx, 256) : 0;
     if (n && v->selected == HBM_UNKNOWN)
-        v->selected = hbm_device_user_id(&c->obs.devs[idx[0]]);
+        v->selected = hbm_device_user_id(&c->s.obs.devs[idx[0]]);
     const int fixed = 4 + 1 + 12 + 1 + 23 + 1 + 4 + 1 + 11 + 1 + 22 + 1;
     int strip = cols - fixed;
     char hdr[400];
@@ -235,9 +236,9 @@ static void draw(const watch_ctx *c, view *v)
     attroff(A_UNDERLINE);
     const hbm_device *sel = NULL;
     for (size_t k = 0; k < n && row < rows - 2; k++) {
-        const hbm_device *d = &c->obs.devs[idx[k]];
+        const hbm_device *d = &c->s.obs.devs[idx[k]];
         int64_t id = hbm_device_user_id(d);
-        const hbm_watch_series *s = hbm_watch_find(&c->w, id, HBM_UNKNOWN);
+        const hbm_watch_series *s = hbm_watch_find(&c->s.w, id, HBM_UNKNOWN);
         char used[32], total[32], pair[64], pct[8], desc[160];
         snprintf(pair, sizeof pair, "%s / %s", cli_size(used, sizeof used, d->memory_used_bytes),
                  cli_size(total, sizeof total, d->memory_total_bytes));
@@ -275,7 +276,7 @@ static void draw(const watch_ctx *c, view *v)
             draw_strip(s, d->memory_total_bytes, row, x, strip, v->utf8);
         row++;
     }
-    if (c->have_obs && n == 0 && row < rows - 2)
+    if (c->s.have_obs && n == 0 && row < rows - 2)
         mvaddnstr(row++, 0, "no device to show", cols);
     draw_servers(c, &row, rows, cols);
     row++;
@@ -285,13 +286,15 @@ static void draw(const watch_ctx *c, view *v)
         draw_processes(c, sel, &row, rows, cols);
     /* Events, newest last, above the key line. */
     int shown = rows - 2 - row;
-    shown = shown < 0 ? 0 : shown > (int)c->nevents ? (int)c->nevents : shown;
+    shown = shown < 0 ? 0 : shown > (int)c->s.nevents ? (int)c->s.nevents : shown;
     int first = rows - 2 - shown;
-    for (size_t i = c->nevents - (size_t)shown; i < c->nevents; i++) {
-        bool leak = strstr(c->events[i], "LEAK") || strstr(c->events[i], "STALL");
+    for (size_t i = c->s.nevents - (size_t)shown; i < c->s.nevents; i++) {
+        const hbm_watch_event *e = &c->s.events[i];
+        bool leak = e->kind == HBM_WATCH_EV_LEAK || e->kind == HBM_WATCH_EV_STALL;
+        char text[200];
         if (leak)
             attron(COLOR_PAIR(4) | A_BOLD);
-        mvaddnstr(first++, 0, c->events[i], cols);
+        mvaddnstr(first++, 0, watch_event_text(e, text, sizeof text), cols);
         if (leak)
             attroff(COLOR_PAIR(4) | A_BOLD);
     }
@@ -305,16 +308,16 @@ static void draw(const watch_ctx *c, view *v)
 static void move_selection(const watch_ctx *c, view *v, int delta)
 {
     size_t idx[256];
-    size_t n = c->have_obs ? ordered(c, v, idx, 256) : 0;
+    size_t n = c->s.have_obs ? ordered(c, v, idx, 256) : 0;
     if (n == 0)
         return;
     size_t at = 0;
     for (size_t k = 0; k < n; k++)
-        if (hbm_device_user_id(&c->obs.devs[idx[k]]) == v->selected)
+        if (hbm_device_user_id(&c->s.obs.devs[idx[k]]) == v->selected)
             at = k;
     long next = (long)at + delta;
     next = next < 0 ? 0 : next >= (long)n ? (long)n - 1 : next;
-    v->selected = hbm_device_user_id(&c->obs.devs[idx[next]]);
+    v->selected = hbm_device_user_id(&c->s.obs.devs[idx[next]]);
 }
 
 /* Digits typed within 1.5 s of each other form one id; a known id is selected at once. */
@@ -328,14 +331,14 @@ static void pick_digit(const watch_ctx *c, view *v, int ch)
     v->digits[len + 1] = '\0';
     v->digits_at = now;
     int64_t id = strtoll(v->digits, NULL, 10);
-    if (c->have_obs && hbm_obs_find_device((hbm_obs *)&c->obs, id)) {
+    if (c->s.have_obs && hbm_obs_find_device((hbm_obs *)&c->s.obs, id)) {
         v->selected = id;
     } else if (len > 0) {
         /* Not an id as typed: start again from this digit. */
         v->digits[0] = (char)ch;
         v->digits[1] = '\0';
         id = ch - '0';
-        if (c->have_obs && hbm_obs_find_device((hbm_obs *)&c->obs, id))
+        if (c->s.have_obs && hbm_obs_find_device((hbm_obs *)&c->s.obs, id))
             v->selected = id;
     }
 }
@@ -345,8 +348,8 @@ int watch_tui_run(watch_ctx *c)
     setlocale(LC_ALL, "");
     view v = {.selected = HBM_UNKNOWN};
     v.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-    if (watch_sample(c) < 0) {
-        cli_errorf("%s", c->error);
+    if (hbm_watch_session_sample(&c->s) < 0) {
+        cli_errorf("%s", c->s.error);
         return CLI_EXIT_ERROR;
     }
     const char *why = watch_curses_load();
@@ -419,12 +422,12 @@ int watch_tui_run(watch_ctx *c)
         if (quit)
             break;
         if (hbm_now_mono() >= next) {
-            watch_sample(c);
+            hbm_watch_session_sample(&c->s);
             next += c->interval;
             if (next < hbm_now_mono())
                 next = hbm_now_mono() + c->interval;
             redraw = true;
-            if (c->count > 0 && c->samples >= c->count)
+            if (c->count > 0 && c->s.samples >= c->count)
                 quit = true;
         }
         if (redraw)
@@ -432,6 +435,6 @@ int watch_tui_run(watch_ctx *c)
     }
     endwin();
     delscreen(scr);
-    return c->leak_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+    return c->s.problem_seen ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
 }
 #endif

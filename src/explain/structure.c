@@ -83,6 +83,7 @@ static const marker markers[] = {
     {"Uvicorn running on", PH_SERVING},
     {"Application startup complete", PH_SERVING},
     {"Starting vLLM API server", PH_SERVING},
+    {"Starting vLLM server on", PH_SERVING},
     {"The server is fired up and ready to roll", PH_SERVING},
     {"Daemon start success", PH_SERVING},
 };

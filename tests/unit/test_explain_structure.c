@@ -103,6 +103,15 @@ static void test_current_vllm(void **state)
     assert_string_equal(rep.structure.engine, "vLLM");
     assert_string_equal(rep.structure.version, "0.24.0");
     hbm_explain_report_free(&rep);
+    /* "Starting vLLM server on" replaced "Starting vLLM API server": a later error is the server's. */
+    scan_text("(EngineCore pid=7) INFO 08-26 15:04:50 [kv_cache_utils.py:2147] Maximum concurrency for 4,096 "
+              "tokens per request: 3.10x\n"
+              "(APIServer pid=385) INFO 08-26 15:05:02 [api_server.py:583] Starting vLLM server on "
+              "http://0.0.0.0:8019\n"
+              "(APIServer pid=385) ERROR 08-26 15:06:00 [serving.py:1] ValueError: bad request state\n",
+              4096, &rep);
+    assert_string_equal(hbm_explain_phase_id(rep.structure.phase), "serving");
+    hbm_explain_report_free(&rep);
 }
 
 /* Exit codes and signals when nothing else says how it ended; a clean exit is none. */

@@ -83,6 +83,7 @@ static const marker markers[] = {
     {"Uvicorn running on", PH_SERVING},
     {"Application startup complete", PH_SERVING},
     {"Starting vLLM API server", PH_SERVING},
+    {"Starting vLLM server on", PH_SERVING},
     {"The server is fired up and ready to roll", PH_SERVING},
     {"Daemon start success", PH_SERVING},
 };
@@ -95,6 +96,8 @@ typedef struct engine_mark {
 /* The later engine wins over vLLM: vllm-ascend logs through vLLM's own logger. */
 static const engine_mark engine_marks[] = {
     {"vLLM API server version", "vLLM"},
+    /* The start-up banner that replaced that line: its logo ends in "█  version 0.23.0". */
+    {"\u2588  version ", "vLLM"},
     {"LLM engine (v", "vLLM"},
     {"vllm.entrypoints", "vLLM"},
     {"vllm_ascend", "vllm-ascend"},
@@ -202,7 +205,7 @@ void expl_structure_init(expl_structure *st, expl_prefilter *pf, expl_needles *i
         "(?<code>-?\\d+)|<Signals\\.(?<sig>SIG[A-Z]+): (?<signo>\\d+)>"
         "|(?:killed|terminated) by signal:? (?<signo2>\\d+)|(?:^|[\\s:])(?<killed>Killed)(?:\\s*$|\\s{2,})"
         "|(?<segv>Segmentation fault)|(?<abrt>Aborted) \\(core dumped\\)|(?<oomk>OOMKilled)");
-    st->ver_re = compile("(?:API server version |LLM engine \\(v|vllm_ascend version:? |"
+    st->ver_re = compile("(?:API server version |\u2588  version |LLM engine \\(v|vllm_ascend version:? |"
                          "sglang(?:==| version:? )|MindIE[ -]Service version:? )"
                          "v?(?<v>\\d+\\.\\d+[\\w.+-]*)");
     st->md = pcre2_match_data_create(12, NULL);

@@ -32,6 +32,7 @@ for f in "$LOGS"/healthy/*.log; do
     ex --json "$f" >"$tmp/h.json"; rc=$?
     check "$n: exit 0" test $rc -eq 0
     check "$n: no finding" test "$(jq '.findings | length' "$tmp/h.json")" = 0
+    check "$n: no terminal error" test "$(jq -c '[.structure.failed, .structure.error]' "$tmp/h.json")" = '[false,null]'
 done
 
 # A failure no catalogue entry knows is still a failure: where and how it ended.

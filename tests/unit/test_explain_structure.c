@@ -85,6 +85,35 @@ static void test_other_engines(void **state)
     hbm_explain_report_free(&rep);
 }
 
+/* Current vLLM names itself and its version in its start-up banner, or in the V1 engine line. */
+static void test_current_vllm(void **state)
+{
+    (void)state;
+    hbm_explain_report rep;
+    scan_text("(APIServer pid=1) INFO 06-19 15:35:00 [api_utils.py:339]        \u2588     \u2588     \u2588\u2584   \u2584\u2588\n"
+              "(APIServer pid=1) INFO 06-19 15:35:00 [api_utils.py:339]  \u2584\u2584 \u2584\u2588 \u2588     \u2588     "
+              "\u2588 \u2580\u2584\u2580 \u2588  version 0.23.0\n",
+              4096, &rep);
+    assert_string_equal(rep.structure.engine, "vLLM");
+    assert_string_equal(rep.structure.version, "0.23.0");
+    hbm_explain_report_free(&rep);
+    scan_text("(EngineCore pid=107) INFO 07-06 22:50:46 [core.py:114] Initializing a V1 LLM engine (v0.24.0) "
+              "with config: model='m'\n",
+              4096, &rep);
+    assert_string_equal(rep.structure.engine, "vLLM");
+    assert_string_equal(rep.structure.version, "0.24.0");
+    hbm_explain_report_free(&rep);
+    /* "Starting vLLM server on" replaced "Starting vLLM API server": a later error is the server's. */
+    scan_text("(EngineCore pid=7) INFO 08-26 15:04:50 [kv_cache_utils.py:2147] Maximum concurrency for 4,096 "
+              "tokens per request: 3.10x\n"
+              "(APIServer pid=385) INFO 08-26 15:05:02 [api_server.py:583] Starting vLLM server on "
+              "http://0.0.0.0:8019\n"
+              "(APIServer pid=385) ERROR 08-26 15:06:00 [serving.py:1] ValueError: bad request state\n",
+              4096, &rep);
+    assert_string_equal(hbm_explain_phase_id(rep.structure.phase), "serving");
+    hbm_explain_report_free(&rep);
+}
+
 /* Exit codes and signals when nothing else says how it ended; a clean exit is none. */
 static void test_exit_and_signal(void **state)
 {
@@ -243,6 +272,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_phases_and_terminal_error),
         cmocka_unit_test(test_other_engines),
+        cmocka_unit_test(test_current_vllm),
         cmocka_unit_test(test_exit_and_signal),
         cmocka_unit_test(test_quiet_lines),
         cmocka_unit_test(test_code_tables),

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "hbm/err.h"
+#include "hbm/explain.h"
 #include "hbm/lease.h"
 #include "hbm/obs.h"
 #include "hbm/observe.h"
@@ -128,5 +129,78 @@ int hbm_preflight_start_run(const hbm_preflight_start_opts *o, hbm_preflight_sta
 
 /* Frees what out holds, its leases too. */
 void hbm_preflight_start_free(hbm_preflight_start *out);
+
+/* `explain`'s live checks and the planner's figures for its findings. A vLLM log names its
+ * launch (the "non-default args" line) and its release; with the model directory and the
+ * device, the planner says what the failing step needed, what the launch left for it, and
+ * what each remedy's flag value gives, every figure re-planned. */
+typedef enum hbm_preflight_live_mode {
+    HBM_PREFLIGHT_LIVE_AUTO, /* when a device backend answers (or a snapshot is given) */
+    HBM_PREFLIGHT_LIVE_ON,   /* --live: host facts answer without a device backend */
+    HBM_PREFLIGHT_LIVE_OFF,  /* --no-live: only the log */
+} hbm_preflight_live_mode;
+
+typedef struct hbm_preflight_explain_opts {
+    const hbm_source_opts *src;   /* where the live checks look (a snapshot, a root) */
+    hbm_preflight_live_mode live;
+    const char *model;  /* --model: the model directory (default: the launch's, when local) */
+    const char *device; /* --device: a device table name */
+    int64_t mem;        /* --mem: total device memory, HBM_UNKNOWN when not given */
+    char **launch;      /* the words after '--' (a vllm serve line), over the log's own */
+    int nlaunch;
+} hbm_preflight_explain_opts;
+
+/* The largest --max-num-seqs below the dummy requests that passes: with the failure
+ * predicted, the sampler fits what is left; otherwise it needs at most half of now. */
+typedef struct hbm_preflight_seqs_fix {
+    int64_t max_num_seqs;    /* 0 when no smaller value is enough */
+    int64_t sampler_bytes;   /* the sampler's need at that value */
+    int64_t gained_bytes;    /* free beside the sampler, more than now (<= 0: nothing) */
+    int64_t kv_cache_tokens;
+    bool absorbed;           /* the KV cache takes most of what it saves (the profile run
+                              * counted the sampler) */
+} hbm_preflight_seqs_fix;
+
+/* The --gpu-memory-utilization that leaves the shortfall (or half the need) outside the
+ * budget, re-planned. */
+typedef struct hbm_preflight_util_fix {
+    double gpu_memory_utilization; /* NAN when no lower value leaves that much */
+    int64_t free_bytes;            /* free beside the sampler at that value */
+    int64_t kv_cache_tokens;
+} hbm_preflight_util_fix;
+
+/* The planner's figures for one finding. */
+typedef struct hbm_preflight_figures {
+    bool sized;             /* the planner sizes this finding; nothing below is set if not */
+    char *skipped;          /* owned: why there are no figures, NULL when planned */
+    char *model;            /* owned: the model planned */
+    hbm_plan_result plan;   /* owned: the launch as the log and the options give it */
+    int64_t headroom_bytes; /* free when the sampler warms up (after the KV cache, the
+                             * weights and the graphs); negative when short */
+    bool predicted;         /* headroom_bytes < the sampler's need */
+    hbm_preflight_seqs_fix seqs;
+    hbm_preflight_util_fix util;
+} hbm_preflight_figures;
+
+typedef struct hbm_preflight_explained {
+    hbm_preflight_figures *figures; /* owned: one per finding of the report */
+    size_t nfigures;
+    char live_note[1400];           /* why the live checks were skipped, "" when not */
+} hbm_preflight_explained;
+
+/* After the log is read: observes (o->src) when a finding asks a live check, or when the
+ * planner has a finding to size and no device is given (this host's first device then),
+ * applies the live checks to rep and plans each finding the planner sizes. What could not
+ * be done is said in out->live_note and each figure's skipped. */
+void hbm_preflight_explain(hbm_explain_report *rep, const hbm_catalog *cat,
+                           const hbm_preflight_explain_opts *o, hbm_preflight_explained *out);
+
+/* `explain --json`: rep's JSON, each sized finding's `plan`, the log, the catalogue path,
+ * the live note. */
+json_t *hbm_preflight_explain_json(const hbm_explain_report *rep,
+                                   const hbm_preflight_explained *ex, const char *log,
+                                   const char *catalog);
+
+void hbm_preflight_explained_free(hbm_preflight_explained *ex);
 
 #endif

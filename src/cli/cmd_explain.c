@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "explain_plan.h"
-#include "hbm/explain.h"
+#include "hbm/preflight.h"
+#include "render_plan.h"
 #include "wrap.h"
 
 static const char about[] =
@@ -17,13 +17,6 @@ static const char about[] =
     "in the order to try, and what this host shows now. Logs are streamed (any size); ANSI\n"
     "colours and docker / Kubernetes timestamps are tolerated. Without LOG, standard input\n"
     "is read.\n";
-
-/* Prints text wrapped to CLI_WIDTH with the given indent (first line after `lead`). */
-static void wrap(const char *lead, int indent, const char *text)
-{
-    int col = printf("%*s%s", indent, "", lead);
-    cli_wrap_from(stdout, text, col, col, CLI_WIDTH, true);
-}
 
 static void print_list(const hbm_catalog *cat, const char *path, bool json)
 {
@@ -42,22 +35,22 @@ static void print_list(const hbm_catalog *cat, const char *path, bool json)
                  strcmp(s->kind, "failure") == 0 ? s->severity : "-");
         if (strlen(lead) > 50) { /* an id longer than its column: title on the next line */
             printf("%s\n", lead);
-            wrap("", 50, s->title ? s->title : "");
+            cli_wrap_after(stdout, 50, "", s->title ? s->title : "");
         } else {
-            wrap(lead, 0, s->title ? s->title : "");
+            cli_wrap_after(stdout, 0, lead, s->title ? s->title : "");
         }
         if (s->nproducts) {
             char prods[400] = "";
             for (size_t k = 0; k < s->nproducts; k++)
                 snprintf(prods + strlen(prods), sizeof prods - strlen(prods), "%s%s", k ? ", " : "",
                          s->products[k].name);
-            wrap("", 50, prods);
+            cli_wrap_after(stdout, 50, "", prods);
         }
     }
 }
 
 static void print_finding(const hbm_explain_report *rep, size_t idx,
-                          const explain_plan_figures *fig, bool color)
+                          const hbm_preflight_figures *fig, bool color)
 {
     const hbm_explain_finding *f = &rep->findings[idx];
     const char *c = "", *r = "";
@@ -67,7 +60,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     }
     printf("[%zu] %s%s%s %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",
            r, f->sig->id);
-    wrap("", 4, f->sig->title);
+    cli_wrap_after(stdout, 4, "", f->sig->title);
     if (f->count > 1)
         printf("    line %llu (%llu times, last at line %llu):\n", (unsigned long long)f->line,
                (unsigned long long)f->count, (unsigned long long)f->last_line);
@@ -76,8 +69,8 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     char shown[420];
     size_t tl = strlen(f->text);
     snprintf(shown, sizeof shown, "%.400s%s", f->text, tl > 400 ? " ..." : "");
-    wrap("", 6, shown);
-    wrap("cause: ", 4, f->sig->cause);
+    cli_wrap_after(stdout, 6, "", shown);
+    cli_wrap_after(stdout, 4, "cause: ", f->sig->cause);
     if (f->sig->wrapper) {
         bool any = false;
         /* The cause comes before a summary, or in the block printed right after it. */
@@ -88,7 +81,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
                 snprintf(why, sizeof why, "see [%zu] %s at line %llu %s", k + 1,
                          rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line,
                          k < idx ? "above" : "below");
-                wrap("root cause: ", 4, why);
+                cli_wrap_after(stdout, 4, "root cause: ", why);
                 any = true;
                 break;
             }
@@ -99,7 +92,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
                 if (rep->tail[k].line < f->line) {
                     char lead[32];
                     snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
-                    wrap(lead, 6, rep->tail[k].text);
+                    cli_wrap_after(stdout, 6, lead, rep->tail[k].text);
                     shown_n++;
                 }
             if (!shown_n)
@@ -109,26 +102,22 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
     if (f->nmeaning) {
         printf("    what the numbers say:\n");
         for (size_t k = 0; k < f->nmeaning; k++)
-            wrap("- ", 6, f->meaning[k]);
+            cli_wrap_after(stdout, 6, "- ", f->meaning[k]);
     }
     if (f->nremedies) {
         printf("    remedies, in order:\n");
         for (size_t k = 0; k < f->nremedies; k++) {
             char lead[24];
             snprintf(lead, sizeof lead, "%zu. ", k + 1);
-            wrap(lead, 6, f->remedies[k]);
+            cli_wrap_after(stdout, 6, lead, f->remedies[k]);
         }
     }
-    if (fig->nlines) {
-        printf("    the planner's figures for this launch:\n");
-        for (size_t k = 0; k < fig->nlines; k++)
-            wrap("- ", 6, fig->lines[k]);
-    }
+    cli_plan_explain_figures(stdout, fig);
     if (f->live) {
         json_t *src = json_object_get(f->live, "source");
         printf("    now (%s):\n", json_string_value(src) ? json_string_value(src) : "live");
         for (size_t k = 0; k < f->nlive_lines; k++)
-            wrap("- ", 6, f->live_lines[k]);
+            cli_wrap_after(stdout, 6, "- ", f->live_lines[k]);
     }
     printf("\n");
 }
@@ -147,7 +136,7 @@ static void print_structure(const hbm_explain_report *rep)
             n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s (line %llu)", k++ ? ", " : "phases: ",
                                   hbm_explain_phase_name(p), (unsigned long long)st->phase_line[p]);
     if (buf[0])
-        wrap("log: ", 0, buf);
+        cli_wrap_after(stdout, 0, "log: ", buf);
     if (!st->error)
         return;
     char *what = hbm_xasprintf("failed in phase %s: %s (line %llu)", hbm_explain_phase_name(st->phase),
@@ -162,7 +151,7 @@ static void print_structure(const hbm_explain_report *rep)
             snprintf(how, sizeof how, "exit code %d", st->exit_code);
         char *line = hbm_xasprintf("%s at line %llu: %s", how, (unsigned long long)st->exit_line,
                                    st->exit_text);
-        wrap("and: ", 0, line);
+        cli_wrap_after(stdout, 0, "and: ", line);
         free(line);
     }
     bool known = false;
@@ -176,12 +165,12 @@ static void print_structure(const hbm_explain_report *rep)
     for (size_t k = 0; k < ns; k++) {
         char num[24];
         snprintf(num, sizeof num, "%zu. ", k + 1);
-        wrap(num, 2, steps[k]);
+        cli_wrap_after(stdout, 2, num, steps[k]);
     }
 }
 
 static void print_report(const char *path, const hbm_explain_report *rep,
-                         const explain_plan_figures *figs, const char *live_note)
+                         const hbm_preflight_figures *figs, const char *live_note)
 {
     bool color = cli_color(stdout);
     char *name = hbm_xasprintf("%s:", strcmp(path, "-") == 0 ? "(stdin)" : path);
@@ -203,7 +192,7 @@ static void print_report(const char *path, const hbm_explain_report *rep,
             for (size_t k = 0; k < rep->ntail; k++) {
                 char lead[32];
                 snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
-                wrap(lead, 2, rep->tail[k].text);
+                cli_wrap_after(stdout, 2, lead, rep->tail[k].text);
             }
         } else {
             printf("no error-looking lines either.\n");
@@ -223,90 +212,26 @@ static void print_report(const char *path, const hbm_explain_report *rep,
                (unsigned long long)rep->cut_lines, rep->cut_lines == 1 ? "" : "s",
                HBM_EXPLAIN_LINE_MAX);
     if (live_note)
-        wrap("note: ", 0, live_note);
+        cli_wrap_after(stdout, 0, "note: ", live_note);
     free(name);
 }
 
-typedef enum { LIVE_AUTO, LIVE_ON, LIVE_OFF } live_mode; /* --live, --no-live: the later wins */
-
-/* Observes the host for the live checks; returns the source text or NULL (with a note). */
-static const char *observe_live(const cli_common *c, live_mode mode, hbm_obs *obs,
-                                char *note, size_t nnote, char *src, size_t nsrc)
-{
-    hbm_err err = {{0}};
-    if (c->src.snapshot) {
-        if (hbm_observe(obs, &c->src, &err) < 0) {
-            snprintf(note, nnote, "live checks skipped: %s", err.msg);
-            return NULL;
-        }
-        snprintf(src, nsrc, "snapshot %s", c->src.snapshot);
-        return src;
-    }
-    if (hbm_observe(obs, &c->src, &err) == 0 && obs->ndevs > 0) {
-        snprintf(src, nsrc, "this host, %s backend", obs->backend);
-        return src;
-    }
-    hbm_obs_free(obs);
-    if (mode == LIVE_AUTO) {
-        snprintf(note, nnote, "live checks skipped: no device backend here (%s); --live checks "
-                              "this host's processes and ports anyway", err.msg[0] ? err.msg : "no devices");
-        return NULL;
-    }
-    hbm_obs_init(obs);
-    hbm_host_opts hopts = {.root = c->src.root ? c->src.root : hbm_host_env_root()};
-    hbm_err herr = {{0}};
-    if (hbm_host_scan(&obs->host, &hopts, &herr) < 0) {
-        snprintf(note, nnote, "live checks skipped: host facts: %s", herr.msg);
-        return NULL;
-    }
-    obs->has_host = true;
-    snprintf(src, nsrc, "this host, host facts only: no device backend");
-    return src;
-}
-
 /* The report of one log, with the live checks and the planner's figures, printed. */
-static void explain_output(const cli_common *c, int mode, const hbm_catalog *cat,
-                           const char *cat_path, const char *path, hbm_explain_report *rep,
-                           const explain_plan_opts *po)
+static void explain_output(const cli_common *c, const hbm_catalog *cat, const char *cat_path,
+                           const char *path, hbm_explain_report *rep,
+                           const hbm_preflight_explain_opts *po)
 {
-    char note[1400] = "";
-    if (c->src.snapshot && mode == LIVE_AUTO)
-        mode = LIVE_ON;
-    hbm_obs obs;
-    hbm_obs_init(&obs);
-    explain_plan_opts plan_opts = *po;
-    if (mode != LIVE_OFF &&
-        (hbm_explain_report_wants_live(rep) || explain_plan_wants_live(rep, po))) {
-        char src[300];
-        const char *source = observe_live(c, mode, &obs, note, sizeof note, src, sizeof src);
-        if (source)
-            hbm_explain_live_apply(rep, cat, &obs,
-                                   c->src.snapshot ? NULL
-                                   : c->src.root   ? c->src.root
-                                                   : hbm_host_env_root(),
-                                   source);
-        plan_opts.live = source ? &obs : NULL;
-    }
-    explain_plan_figures *figs = explain_plan(rep, &plan_opts);
-    hbm_obs_free(&obs);
-    if (c->json) {
-        json_t *j = hbm_explain_report_json(rep);
-        json_t *found = json_object_get(j, "findings");
-        for (size_t i = 0; i < rep->nfindings; i++)
-            if (figs[i].json)
-                json_object_set(json_array_get(found, i), "plan", figs[i].json);
-        json_object_set_new(j, "log", json_string(strcmp(path, "-") == 0 ? "-" : path));
-        json_object_set_new(j, "catalog", json_string(cat_path));
-        json_object_set_new(j, "live_note", note[0] ? json_string(note) : json_null());
-        cli_json_out(j);
-    } else {
-        print_report(path, rep, figs, note[0] ? note : NULL);
-    }
-    explain_plan_free(figs, rep->nfindings);
+    hbm_preflight_explained ex;
+    hbm_preflight_explain(rep, cat, po, &ex);
+    if (c->json)
+        cli_json_out(hbm_preflight_explain_json(rep, &ex, path, cat_path));
+    else
+        print_report(path, rep, ex.figures, ex.live_note[0] ? ex.live_note : NULL);
+    hbm_preflight_explained_free(&ex);
 }
 
-static int explain_main(const cli_common *c, int mode, const char *catalog, bool list,
-                        const char *log, const explain_plan_opts *po)
+static int explain_main(const cli_common *c, const char *catalog, bool list, const char *log,
+                        const hbm_preflight_explain_opts *po)
 {
     hbm_err err = {{0}};
     char *cat_path = NULL;
@@ -326,7 +251,7 @@ static int explain_main(const cli_common *c, int mode, const char *catalog, bool
     } else if (hbm_explain_scan_path(cat, path, &rep, &err) < 0) {
         cli_errorf("explain: %s", err.msg);
     } else {
-        explain_output(c, mode, cat, cat_path, path, &rep, po);
+        explain_output(c, cat, cat_path, path, &rep, po);
         rc = hbm_explain_report_failed(&rep) ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
         hbm_explain_report_free(&rep);
     }
@@ -340,9 +265,9 @@ int cmd_explain(int argc, char **argv)
     cli_common c;
     cli_common_init(&c);
     bool list = false;
-    int mode = LIVE_AUTO;
     const char *catalog = NULL;
-    explain_plan_opts po = {.mem = HBM_UNKNOWN};
+    int mode = HBM_PREFLIGHT_LIVE_AUTO;
+    hbm_preflight_explain_opts po = {.src = &c.src, .mem = HBM_UNKNOWN};
     const cli_opt opts[] = {
         CLI_OPT(CLI_FLAG, "list", 0, NULL, &list, "print the signature catalogue and exit"),
         CLI_OPT(CLI_STRING, "catalog", 0, "FILE", &catalog,
@@ -350,8 +275,10 @@ int cmd_explain(int argc, char **argv)
                 "share/hbmctl/signatures.json, then the source tree's data/)"),
         CLI_OPT(CLI_FLAG, "live", 0, NULL, &mode,
                 "check the host now (default when a device backend is available;\n"
-                "without one, host facts still answer port/process checks)", .value = LIVE_ON),
-        CLI_OPT(CLI_FLAG, "no-live", 0, NULL, &mode, "only read the log", .value = LIVE_OFF),
+                "without one, host facts still answer port/process checks)",
+                .value = HBM_PREFLIGHT_LIVE_ON),
+        CLI_OPT(CLI_FLAG, "no-live", 0, NULL, &mode, "only read the log",
+                .value = HBM_PREFLIGHT_LIVE_OFF),
         CLI_HEAD("the planner's figures (a vLLM launch the log names: its non-default args)"),
         CLI_OPT(CLI_STRING, "model", 0, "DIR", &po.model,
                 "the model directory or config.json (default: the log's model, when\n"
@@ -383,8 +310,9 @@ int cmd_explain(int argc, char **argv)
         po.launch = args.args + args.dash;
         po.nlaunch = args.nargs - args.dash;
     }
+    po.live = (hbm_preflight_live_mode)mode;
     if (rc == CLI_CONTINUE)
-        rc = explain_main(&c, mode, catalog, list, log, &po);
+        rc = explain_main(&c, catalog, list, log, &po);
     cli_args_free(&args);
     return rc;
 }

@@ -328,3 +328,73 @@ void cli_plan_list_flags(hbm_plan_engine e)
                : f[i].use == HBM_PLAN_FLAG_UNMODELLED ? "changes memory, not modelled (noted)"
                                                       : "no device memory: skipped");
 }
+
+static void figure(FILE *f, char *line)
+{
+    cli_wrap_after(f, 6, "- ", line);
+    free(line);
+}
+
+/* Each remedy's value re-planned, or why there is none. */
+static void explain_fixes(FILE *f, const hbm_preflight_figures *fig)
+{
+    char s[32], g[32];
+    const hbm_preflight_seqs_fix *q = &fig->seqs;
+    if (q->max_num_seqs <= 0)
+        figure(f, hbm_xstrdup("--max-num-seqs: no smaller value is enough; the profile run "
+                              "already counted the sampler, so the KV cache takes what a "
+                              "smaller one saves"));
+    else
+        figure(f, hbm_xasprintf("--max-num-seqs %lld: the sampler needs %s%s %s more stays free "
+                                "beside it; the KV cache keeps %lld tokens",
+                                (long long)q->max_num_seqs,
+                                hbm_fmt_size(s, sizeof s, q->sampler_bytes),
+                                q->absorbed ? ", but the KV cache takes what it saves (the "
+                                              "profile run counted the sampler): only"
+                                            : " and",
+                                hbm_fmt_size(g, sizeof g, q->gained_bytes > 0 ? q->gained_bytes : 0),
+                                (long long)q->kv_cache_tokens));
+    const hbm_preflight_util_fix *u = &fig->util;
+    if (isnan(u->gpu_memory_utilization))
+        figure(f, hbm_xstrdup("--gpu-memory-utilization: no lower value leaves that much "
+                              "(or --kv-cache-memory-bytes sizes the cache)"));
+    else
+        figure(f, hbm_xasprintf("--gpu-memory-utilization %.2f: %s free beside the sampler; the "
+                                "KV cache keeps %lld tokens",
+                                u->gpu_memory_utilization, hbm_fmt_size(s, sizeof s, u->free_bytes),
+                                (long long)u->kv_cache_tokens));
+}
+
+void cli_plan_explain_figures(FILE *f, const hbm_preflight_figures *fig)
+{
+    if (!fig->sized)
+        return;
+    fprintf(f, "    the planner's figures for this launch:\n");
+    if (fig->skipped) {
+        figure(f, hbm_xasprintf("no figures: %s", fig->skipped));
+        return;
+    }
+    const hbm_plan_result *r = &fig->plan;
+    char s[32], h[32], k[32], d[32];
+    int64_t headroom = fig->headroom_bytes, need = r->sampler_bytes;
+    figure(f, hbm_xasprintf("the sampler's dummy run over %lld requests needs %s (the logits "
+                            "of a %lld-entry vocabulary, its sorting buffers, the hidden "
+                            "states); after the KV cache (%s, %lld tokens) and the graphs, "
+                            "%s stays free for it",
+                            (long long)r->sampler_rows, hbm_fmt_size(s, sizeof s, need),
+                            (long long)r->model.vocab_size,
+                            hbm_fmt_size(k, sizeof k, r->kv_cache_bytes),
+                            (long long)r->kv_cache_tokens,
+                            hbm_fmt_size(h, sizeof h, headroom > 0 ? headroom : 0)));
+    if (fig->predicted)
+        figure(f, hbm_xasprintf("short by %s: the plan predicts this failure%s",
+                                hbm_fmt_size(d, sizeof d, need - headroom),
+                                r->graph_outside_bytes > 0
+                                    ? " (the graphs are captured outside the budget)"
+                                    : ""));
+    else
+        figure(f, hbm_xstrdup("the plan leaves room for it: the memory went to what the plan "
+                              "does not see (another process on the device since start-up, "
+                              "fragmentation); halving the sampler's need:"));
+    explain_fixes(f, fig);
+}

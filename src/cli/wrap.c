@@ -46,3 +46,9 @@ void cli_wrap(FILE *f, const char *label, int indent, const char *text)
     fprintf(f, "%-*s", indent, label);
     cli_wrap_from(f, text, indent, indent, CLI_WIDTH, true);
 }
+
+void cli_wrap_after(FILE *f, int indent, const char *lead, const char *text)
+{
+    int col = fprintf(f, "%*s%s", indent, "", lead);
+    cli_wrap_from(f, text, col, col, CLI_WIDTH, true);
+}

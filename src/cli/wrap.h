@@ -17,4 +17,8 @@ void cli_wrap_from(FILE *f, const char *text, int col, int hang, int width, bool
 /* label padded to indent columns, then text wrapped at CLI_WIDTH under it (words cut). */
 void cli_wrap(FILE *f, const char *label, int indent, const char *text);
 
+/* indent spaces, then lead, then text wrapped at CLI_WIDTH, hanging under its first word
+ * (words cut). */
+void cli_wrap_after(FILE *f, int indent, const char *lead, const char *text);
+
 #endif

@@ -202,6 +202,15 @@ const hbm_explain_fact *hbm_explain_report_fact(const hbm_explain_report *rep,
                                                 const char *name);
 const hbm_explain_num *hbm_explain_finding_num(const hbm_explain_finding *f,
                                                const char *name);
+/* True when a finding is a known failure of its own, not only a summary of one printed
+ * elsewhere (sig->wrapper): its remedies answer, not the failing phase's next steps. */
+bool hbm_explain_report_known(const hbm_explain_report *rep);
+
+/* For the summary finding at idx (sig->wrapper): the index of the finding that is its
+ * cause, the first known failure before it or in the block printed right after it
+ * (within 20 lines); -1 when the log shows none. */
+long hbm_explain_root_cause(const hbm_explain_report *rep, size_t idx);
+
 /* True when some finding asks for a live check. */
 bool hbm_explain_report_wants_live(const hbm_explain_report *rep);
 

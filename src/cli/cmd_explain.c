@@ -1,5 +1,7 @@
 /* hbmctl explain: read a failing server's log and say what happened and what to do
- * (hbmctl(1)). The catalogue is data; this file only picks the inputs and prints. */
+ * (hbmctl(1)). The catalogue is data; the live checks and the planner's figures are the
+ * preflight tier's; this file picks the inputs and prints (render_explain.c). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +9,7 @@
 
 #include "cli.h"
 #include "hbm/preflight.h"
-#include "render_plan.h"
+#include "render_explain.h"
 #include "wrap.h"
 
 static const char about[] =
@@ -49,126 +51,6 @@ static void print_list(const hbm_catalog *cat, const char *path, bool json)
     }
 }
 
-static void print_finding(const hbm_explain_report *rep, size_t idx,
-                          const hbm_preflight_figures *fig, bool color)
-{
-    const hbm_explain_finding *f = &rep->findings[idx];
-    const char *c = "", *r = "";
-    if (color) {
-        c = cli_sgr(strcmp(f->sig->severity, "error") == 0 ? 31 : 33);
-        r = CLI_RESET;
-    }
-    printf("[%zu] %s%s%s %s\n", idx + 1, c, strcmp(f->sig->severity, "error") ? "WARNING" : "ERROR",
-           r, f->sig->id);
-    cli_wrap_after(stdout, 4, "", f->sig->title);
-    if (f->count > 1)
-        printf("    line %llu (%llu times, last at line %llu):\n", (unsigned long long)f->line,
-               (unsigned long long)f->count, (unsigned long long)f->last_line);
-    else
-        printf("    line %llu:\n", (unsigned long long)f->line);
-    char shown[420];
-    size_t tl = strlen(f->text);
-    snprintf(shown, sizeof shown, "%.400s%s", f->text, tl > 400 ? " ..." : "");
-    cli_wrap_after(stdout, 6, "", shown);
-    cli_wrap_after(stdout, 4, "cause: ", f->sig->cause);
-    if (f->sig->wrapper) {
-        bool any = false;
-        /* The cause comes before a summary, or in the block printed right after it. */
-        for (size_t k = 0; k < rep->nfindings && !any; k++)
-            if (!rep->findings[k].sig->wrapper &&
-                (k < idx || rep->findings[k].line <= f->line + 20)) {
-                char why[200];
-                snprintf(why, sizeof why, "see [%zu] %s at line %llu %s", k + 1,
-                         rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line,
-                         k < idx ? "above" : "below");
-                cli_wrap_after(stdout, 4, "root cause: ", why);
-                any = true;
-                break;
-            }
-        if (!any) {
-            printf("    root cause: no known failure before it; error lines before it:\n");
-            size_t shown_n = 0;
-            for (size_t k = 0; k < rep->ntail; k++)
-                if (rep->tail[k].line < f->line) {
-                    char lead[32];
-                    snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
-                    cli_wrap_after(stdout, 6, lead, rep->tail[k].text);
-                    shown_n++;
-                }
-            if (!shown_n)
-                printf("      (none in the log)\n");
-        }
-    }
-    if (f->nmeaning) {
-        printf("    what the numbers say:\n");
-        for (size_t k = 0; k < f->nmeaning; k++)
-            cli_wrap_after(stdout, 6, "- ", f->meaning[k]);
-    }
-    if (f->nremedies) {
-        printf("    remedies, in order:\n");
-        for (size_t k = 0; k < f->nremedies; k++) {
-            char lead[24];
-            snprintf(lead, sizeof lead, "%zu. ", k + 1);
-            cli_wrap_after(stdout, 6, lead, f->remedies[k]);
-        }
-    }
-    cli_plan_explain_figures(stdout, fig);
-    if (f->live) {
-        json_t *src = json_object_get(f->live, "source");
-        printf("    now (%s):\n", json_string_value(src) ? json_string_value(src) : "live");
-        for (size_t k = 0; k < f->nlive_lines; k++)
-            cli_wrap_after(stdout, 6, "- ", f->live_lines[k]);
-    }
-    printf("\n");
-}
-
-/* The log's own structure: engine, phases, and where and how it failed. */
-static void print_structure(const hbm_explain_report *rep)
-{
-    const hbm_explain_structure *st = &rep->structure;
-    char buf[400] = "";
-    size_t n = 0;
-    if (st->engine[0])
-        n += (size_t)snprintf(buf, sizeof buf, "%s%s%s; ", st->engine, st->version[0] ? " " : "",
-                              st->version);
-    for (int p = 0, k = 0; p < HBM_EXPLAIN_PHASES && n < sizeof buf; p++)
-        if (st->phase_line[p])
-            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s (line %llu)", k++ ? ", " : "phases: ",
-                                  hbm_explain_phase_name(p), (unsigned long long)st->phase_line[p]);
-    if (buf[0])
-        cli_wrap_after(stdout, 0, "log: ", buf);
-    if (!st->error)
-        return;
-    char *what = hbm_xasprintf("failed in phase %s: %s (line %llu)", hbm_explain_phase_name(st->phase),
-                               st->error, (unsigned long long)st->error_line);
-    cli_wrap_from(stdout, what, 0, 2, CLI_WIDTH, true);
-    free(what);
-    if (st->exit_text && st->exit_line != st->error_line) {
-        char how[64];
-        if (st->signal)
-            snprintf(how, sizeof how, "killed by signal %d", st->signal);
-        else
-            snprintf(how, sizeof how, "exit code %d", st->exit_code);
-        char *line = hbm_xasprintf("%s at line %llu: %s", how, (unsigned long long)st->exit_line,
-                                   st->exit_text);
-        cli_wrap_after(stdout, 0, "and: ", line);
-        free(line);
-    }
-    bool known = false;
-    for (size_t i = 0; i < rep->nfindings; i++)
-        known |= !rep->findings[i].sig->wrapper;
-    if (known)
-        return; /* the findings below carry their own remedies */
-    const char *const *steps;
-    size_t ns = hbm_explain_phase_steps(st->phase, &steps);
-    printf("next steps for a failure in this phase:\n");
-    for (size_t k = 0; k < ns; k++) {
-        char num[24];
-        snprintf(num, sizeof num, "%zu. ", k + 1);
-        cli_wrap_after(stdout, 2, num, steps[k]);
-    }
-}
-
 static void print_report(const char *path, const hbm_explain_report *rep,
                          const hbm_preflight_figures *figs, const char *live_note)
 {
@@ -179,21 +61,17 @@ static void print_report(const char *path, const hbm_explain_report *rep,
         snprintf(rest, sizeof rest, " no catalogue entry matches, but the log shows a failure "
                                     "(%llu lines).", (unsigned long long)rep->lines);
         cli_print_path(stdout, "", name, rest);
-        print_structure(rep);
+        cli_explain_structure(rep);
     } else if (rep->nfindings == 0) {
         snprintf(rest, sizeof rest, " no known failure found in %llu lines.",
                  (unsigned long long)rep->lines);
         cli_print_path(stdout, "", name, rest);
-        print_structure(rep);
+        cli_explain_structure(rep);
     }
     if (rep->nfindings == 0) {
         if (rep->ntail) {
             printf("last error-looking lines:\n");
-            for (size_t k = 0; k < rep->ntail; k++) {
-                char lead[32];
-                snprintf(lead, sizeof lead, "%llu: ", (unsigned long long)rep->tail[k].line);
-                cli_wrap_after(stdout, 2, lead, rep->tail[k].text);
-            }
+            cli_explain_tail(rep, 2, UINT64_MAX);
         } else {
             printf("no error-looking lines either.\n");
         }
@@ -202,10 +80,10 @@ static void print_report(const char *path, const hbm_explain_report *rep,
                  rep->nfindings == 1 ? "" : "s", (unsigned long long)rep->lines,
                  rep->lines == 1 ? "" : "s");
         cli_print_path(stdout, "", name, rest);
-        print_structure(rep);
+        cli_explain_structure(rep);
         printf("\n");
         for (size_t i = 0; i < rep->nfindings; i++)
-            print_finding(rep, i, &figs[i], color);
+            cli_explain_finding(rep, i, &figs[i], color);
     }
     if (rep->cut_lines)
         printf("note: %llu line%s longer than %d bytes were read only up to that length.\n",

@@ -1,5 +1,4 @@
-/* The planner's result for people: `plan`'s report, `run --preflight`'s verdict and
- * `explain`'s figures. */
+/* The planner's result for people: `plan`'s report and `run --preflight`'s verdict. */
 #ifndef HBM_CLI_RENDER_PLAN_H
 #define HBM_CLI_RENDER_PLAN_H
 
@@ -7,7 +6,6 @@
 #include <stdio.h>
 
 #include "hbm/plan.h"
-#include "hbm/preflight.h"
 
 /* The breakdown with a bar per component against the device, the verdict in vLLM's words,
  * the changes that fit and the flag line; lines fit width columns (at least 60). color adds
@@ -24,9 +22,5 @@ void cli_plan_list_devices(void);
 
 /* `plan --list-flags`: the engine's flags accepted before '--' and what each does here. */
 void cli_plan_list_flags(hbm_plan_engine e);
-
-/* `explain`'s figures for one finding, as items under it: the sampler's need against what
- * the launch left for it, and each remedy's value re-planned; nothing when it has none. */
-void cli_plan_explain_figures(FILE *f, const hbm_preflight_figures *fig);
 
 #endif

@@ -103,6 +103,25 @@ bool hbm_explain_report_failed(const hbm_explain_report *rep)
     return rep->nfindings > 0 || rep->structure.error;
 }
 
+bool hbm_explain_report_known(const hbm_explain_report *rep)
+{
+    for (size_t i = 0; i < rep->nfindings; i++)
+        if (!rep->findings[i].sig->wrapper)
+            return true;
+    return false;
+}
+
+long hbm_explain_root_cause(const hbm_explain_report *rep, size_t idx)
+{
+    const hbm_explain_finding *f = &rep->findings[idx];
+    /* the cause comes before a summary, or in the block printed right after it */
+    for (size_t k = 0; k < rep->nfindings; k++)
+        if (!rep->findings[k].sig->wrapper &&
+            (k < idx || rep->findings[k].line <= f->line + 20))
+            return (long)k;
+    return -1;
+}
+
 bool hbm_explain_report_wants_live(const hbm_explain_report *rep)
 {
     for (size_t i = 0; i < rep->nfindings; i++)

@@ -267,6 +267,44 @@ static void test_every_fixture(void **state)
     }
 }
 
+/* A summary's cause: a known failure before it or in the block printed right after it (the
+ * real ACL 507008 report: the context-null summary, then the cause two lines below); one
+ * printed further away is not its cause, and a summary alone has none. */
+static void test_root_cause(void **state)
+{
+    (void)state;
+    hbm_explain_report rep;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/sig/acl_soc_version_507008.log", &rep,
+                                           &err),
+                     0);
+    assert_int_equal(rep.nfindings, 2);
+    assert_true(rep.findings[0].sig->wrapper);
+    assert_string_equal(rep.findings[1].sig->id, "acl_soc_version_507008");
+    assert_int_equal(hbm_explain_root_cause(&rep, 0), 1);
+    assert_true(hbm_explain_report_known(&rep));
+    hbm_explain_report_free(&rep);
+
+    char text[4096] = "EE1001: The argument is invalid.Reason: rtGetDevMsg execute failed, "
+                      "reason=[context pointer null]\n";
+    for (int i = 0; i < 21; i++)
+        strcat(text, "INFO unrelated progress line\n");
+    strcat(text, "[Init][Version]init soc version failed, ret = 507008\n");
+    scan_text(text, sizeof text, &rep);
+    assert_int_equal(rep.nfindings, 2);
+    assert_int_equal(hbm_explain_root_cause(&rep, 0), -1);
+    hbm_explain_report_free(&rep);
+
+    assert_int_equal(hbm_explain_scan_path(cat, LOGS "/sig/ascend_op_inner_error.log", &rep,
+                                           &err),
+                     0);
+    assert_int_equal(rep.nfindings, 1);
+    assert_true(rep.findings[0].sig->wrapper);
+    assert_int_equal(hbm_explain_root_cause(&rep, 0), -1);
+    assert_false(hbm_explain_report_known(&rep));
+    hbm_explain_report_free(&rep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_paste),
         cmocka_unit_test(test_wrapped),
         cmocka_unit_test(test_every_fixture),
+        cmocka_unit_test(test_root_cause),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

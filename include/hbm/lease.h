@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "hbm/err.h"
 #include "hbm/obs.h"
 
@@ -124,6 +126,10 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
 
 /* Closes any lease fds still open in res and frees its arrays. */
 void hbm_pick_result_free(hbm_pick_result *res);
+/* `pick --json`: {devices, env, refused, placement (null when none chosen)}, and with a
+ * lease name and devices chosen, lease {name, holder_pid, hold_pid, dir} (docs/doctor.md). */
+json_t *hbm_pick_result_json(const hbm_pick_result *r, const char *lease, int holder,
+                             int hold_pid, const char *dir);
 
 /* Ends every held lease named name (hbm/lease.h) by sending SIGTERM to its holder through
  * the start-time-checked path, then waits up to timeout_s for the locks to drop. *ended

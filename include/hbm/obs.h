@@ -189,6 +189,8 @@ void hbm_device_label(const hbm_device *dev, char *buf, size_t len);
 
 const char *hbm_vendor_name(hbm_vendor v);
 const char *hbm_verdict_name(hbm_verdict v);
+/* The verdict a name gives (hbm_verdict_name's inverse); HBM_VERDICT_NONE for any other. */
+hbm_verdict hbm_verdict_parse(const char *name);
 const char *hbm_link_name(hbm_link l);
 hbm_link hbm_link_parse(const char *word);
 const char *hbm_pid_state_name(hbm_pid_state s);

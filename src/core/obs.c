@@ -129,6 +129,14 @@ const char *hbm_verdict_name(hbm_verdict v)
     }
 }
 
+hbm_verdict hbm_verdict_parse(const char *name)
+{
+    for (hbm_verdict v = HBM_VERDICT_FREE; v <= HBM_VERDICT_UNHEALTHY; v++)
+        if (!strcmp(hbm_verdict_name(v), name))
+            return v;
+    return HBM_VERDICT_NONE;
+}
+
 static const struct {
     hbm_link link;
     const char *name;

@@ -440,6 +440,52 @@ static void test_map_samples(void **state)
     hbm_obs_free(&obs);
 }
 
+/* pick --json: the chosen devices and their variable, every refusal with its device (null
+ * when it has no id), the placement; the lease only when one was taken. */
+static void test_pick_json(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    make_obs(&obs);
+    obs.devs[1].verdict = HBM_VERDICT_BUSY;
+    hbm_pick_result r;
+    hbm_err err = {{0}};
+    hbm_pick_opts o = {.n = 2, .min_free_bytes = HBM_UNKNOWN};
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 0);
+    r.refused[0].device = HBM_UNKNOWN;
+    json_t *j = hbm_pick_result_json(&r, "web", 4000, 3999, "/run/hbmctl");
+    json_t *devs = json_object_get(j, "devices");
+    assert_int_equal(json_array_size(devs), 2);
+    assert_int_equal(json_integer_value(json_array_get(devs, 0)), r.devices[0]);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "env"),
+                                                          "ASCEND_RT_VISIBLE_DEVICES")),
+                        r.env_value);
+    json_t *ref = json_object_get(j, "refused");
+    assert_int_equal(json_array_size(ref), r.nrefused);
+    assert_true(json_is_null(json_object_get(json_array_get(ref, 0), "device")));
+    assert_string_equal(json_string_value(json_object_get(j, "placement")), r.placement);
+    json_t *lease = json_object_get(j, "lease");
+    assert_string_equal(json_string_value(json_object_get(lease, "name")), "web");
+    assert_int_equal(json_integer_value(json_object_get(lease, "holder_pid")), 4000);
+    assert_int_equal(json_integer_value(json_object_get(lease, "hold_pid")), 3999);
+    assert_string_equal(json_string_value(json_object_get(lease, "dir")), "/run/hbmctl");
+    json_decref(j);
+    j = hbm_pick_result_json(&r, NULL, 0, 0, "/run/hbmctl");
+    assert_null(json_object_get(j, "lease"));
+    json_decref(j);
+    hbm_pick_result_free(&r);
+    o.n = 8; /* too many: nothing chosen, no variable, no placement, no lease */
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
+    j = hbm_pick_result_json(&r, "web", 0, 3999, "/run/hbmctl");
+    assert_int_equal(json_array_size(json_object_get(j, "devices")), 0);
+    assert_int_equal(json_object_size(json_object_get(j, "env")), 0);
+    assert_true(json_is_null(json_object_get(j, "placement")));
+    assert_null(json_object_get(j, "lease"));
+    json_decref(j);
+    hbm_pick_result_free(&r);
+    hbm_obs_free(&obs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +494,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sigkill_frees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_holder, setup, teardown),
         cmocka_unit_test(test_pick_domains),
+        cmocka_unit_test(test_pick_json),
         cmocka_unit_test_setup_teardown(test_pick_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_dir, setup, teardown),
         cmocka_unit_test(test_topo_samples),

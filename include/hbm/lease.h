@@ -68,6 +68,9 @@ int hbm_lease_query(const char *dir, int64_t device, hbm_lease_info *info, hbm_e
 /* Every lease file in dir, held or not (callers filter on .held). *out is owned by the
  * caller (free()). A missing directory is an empty list. */
 int hbm_lease_list(const char *dir, hbm_lease_info **out, size_t *n, hbm_err *err);
+/* `leases --json`: {dir, leases: [{device, name, pid, hold_pid, since, held}]}, the held
+ * ones or (all) every one; pid, hold_pid and since null where not held or not known. */
+json_t *hbm_lease_list_json(const char *dir, const hbm_lease_info *ls, size_t n, bool all);
 
 /* Starts the small holder process that keeps the given lease fds after the caller exits:
  * it detaches (new session, standard streams on /dev/null, every other fd closed), names

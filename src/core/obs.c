@@ -103,6 +103,15 @@ hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id)
     return NULL;
 }
 
+const hbm_dproc *hbm_obs_find_proc(const hbm_obs *obs, int pid)
+{
+    for (size_t i = 0; i < obs->ndevs; i++)
+        for (size_t j = 0; j < obs->devs[i].nprocs; j++)
+            if (obs->devs[i].procs[j].pid == pid)
+                return &obs->devs[i].procs[j];
+    return NULL;
+}
+
 const char *hbm_vendor_name(hbm_vendor v)
 {
     switch (v) {

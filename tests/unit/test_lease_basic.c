@@ -486,6 +486,39 @@ static void test_pick_json(void **state)
     hbm_obs_free(&obs);
 }
 
+/* leases --json: held leases, or every one with all; what a free lease file cannot say is
+ * null. */
+static void test_list_json(void **state)
+{
+    (void)state;
+    hbm_lease_info ls[2] = {
+        {.device = 3, .name = "web", .pid = 4000, .hold_pid = 3999, .since = 1.7e9,
+         .held = true},
+        {.device = 5, .name = "old", .pid = 4100, .hold_pid = 4099, .since = 1.6e9},
+    };
+    json_t *j = hbm_lease_list_json("/run/hbmctl", ls, 2, false);
+    assert_string_equal(json_string_value(json_object_get(j, "dir")), "/run/hbmctl");
+    json_t *a = json_object_get(j, "leases");
+    assert_int_equal(json_array_size(a), 1);
+    json_t *l = json_array_get(a, 0);
+    assert_int_equal(json_integer_value(json_object_get(l, "device")), 3);
+    assert_string_equal(json_string_value(json_object_get(l, "name")), "web");
+    assert_int_equal(json_integer_value(json_object_get(l, "pid")), 4000);
+    assert_int_equal(json_integer_value(json_object_get(l, "hold_pid")), 3999);
+    assert_true(json_real_value(json_object_get(l, "since")) == 1.7e9);
+    assert_true(json_is_true(json_object_get(l, "held")));
+    json_decref(j);
+    j = hbm_lease_list_json("/run/hbmctl", ls, 2, true);
+    a = json_object_get(j, "leases");
+    assert_int_equal(json_array_size(a), 2);
+    l = json_array_get(a, 1);
+    assert_true(json_is_null(json_object_get(l, "pid")));
+    assert_true(json_is_null(json_object_get(l, "hold_pid")));
+    assert_true(json_is_null(json_object_get(l, "since")));
+    assert_true(json_is_false(json_object_get(l, "held")));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +528,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_holder, setup, teardown),
         cmocka_unit_test(test_pick_domains),
         cmocka_unit_test(test_pick_json),
+        cmocka_unit_test(test_list_json),
         cmocka_unit_test_setup_teardown(test_pick_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_dir, setup, teardown),
         cmocka_unit_test(test_topo_samples),

@@ -85,6 +85,10 @@ int hbm_lease_spawn_holder(const char *name, const int *fds, const int64_t *devi
  * are writable by every user, so their content is a claim: check it before signalling the
  * pid it names. */
 bool hbm_lease_pid_holds(const hbm_lease_info *info);
+/* hbm_lease_pid_holds over every held lease named name in dir (pids above 1): 0 when each
+ * holds its file, 1 with the first that does not in *bad, -1 when dir cannot be listed. */
+int hbm_lease_claim_check(const char *dir, const char *name, hbm_lease_info *bad,
+                          hbm_err *err);
 
 /* ---- pick: choosing devices ------------------------------------------------------------ */
 

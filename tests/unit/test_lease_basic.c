@@ -519,6 +519,30 @@ static void test_list_json(void **state)
     json_decref(j);
 }
 
+/* A lease file is a claim anyone can write: its holder is believed only when that process
+ * has the file open. This process holds "web"; the file then names our parent, which does
+ * not have it open. */
+static void test_claim_check(void **state)
+{
+    (void)state;
+    int fd;
+    hbm_lease_info h, bad;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_lease_acquire(dir, "web", 3, &fd, &h, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "other", &bad, &err), 0);
+    assert_int_equal(hbm_lease_set_holder(fd, "web", 3, getppid(), 0, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 1);
+    assert_int_equal(bad.pid, getppid());
+    assert_int_equal(bad.device, 3);
+    hbm_lease_release(fd);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 0); /* no longer held */
+    char file[300];
+    snprintf(file, sizeof file, "%s/file", dir);
+    th_write_text(dir, "file", "x");
+    assert_int_equal(hbm_lease_claim_check(file, "web", &bad, &err), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_pick_domains),
         cmocka_unit_test(test_pick_json),
         cmocka_unit_test(test_list_json),
+        cmocka_unit_test_setup_teardown(test_claim_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pick_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_dir, setup, teardown),
         cmocka_unit_test(test_topo_samples),

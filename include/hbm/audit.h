@@ -17,4 +17,9 @@ const char *hbm_audit_path(const char *override);
  * The record is borrowed. */
 int hbm_audit_append(const char *path, json_t *record, hbm_err *err);
 
+/* The command line as an audit record names it ("hbmctl clean --apply --pid 42"): "hbmctl"
+ * and argv (argv[0] the command's name), credentials redacted like any command line hbmctl
+ * records. Allocated. */
+char *hbm_audit_command(int argc, char *const *argv);
+
 #endif

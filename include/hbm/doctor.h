@@ -120,6 +120,9 @@ typedef struct hbm_clean_opts {
 #define HBM_CLEAN_POLICY_MIN_AGE 600.0
 #define HBM_CLEAN_POLICY_MAX_ACTIONS 5
 
+/* --policy: the policy's spelling where opts leave it open (only < 0 or NULL: not given). */
+void hbm_clean_opts_policy(hbm_clean_opts *opts);
+
 /* The first comma-separated word of list that is no finding id with a clean action (into
  * bad, "" when every word is one). Returns true when all are. */
 bool hbm_clean_only_ok(const char *list, char *bad, size_t n);
@@ -158,7 +161,8 @@ void hbm_clean_plan_free(hbm_clean_plan *plan);
  * leftover, pid + start time, segment id + key + ctime, /dev/shm path + inode; where the
  * file cannot be kept, the process's start, the segment's ctime or dtime, the file's
  * mtime), then steps younger than min_age_s wait and those past max_actions (youngest
- * first) are deferred; both are no longer allowed. Returns 0, or -1 with err saying why
+ * first) are deferred; both are no longer allowed. With neither limit (min_age_s < 0,
+ * max_actions <= 0) it does nothing. Returns 0, or -1 with err saying why
  * the state file could not be kept (the ages then come from the objects themselves). */
 int hbm_clean_policy(const hbm_obs *obs, hbm_clean_plan *plan, const hbm_clean_opts *opts,
                      double now, hbm_err *err);
@@ -170,6 +174,19 @@ bool hbm_clean_settled(const hbm_obs *before, const hbm_obs *after, const hbm_cl
 json_t *hbm_clean_released(const hbm_obs *before, const hbm_obs *after);
 /* The steps as JSON (clean --json's "steps"). */
 json_t *hbm_clean_steps_json(const hbm_clean_plan *plan);
+/* clean --json: {dry_run, backend, backend_why (why no device source, null), steps}, and
+ * after an apply {released (taken; NULL: null), audit_log}; audit NULL: no apply. */
+json_t *hbm_clean_json(const hbm_obs *obs, const hbm_clean_plan *plan, bool dry_run,
+                       json_t *released, const char *audit);
+
+/* A plan's steps by what becomes of them: every step is exactly one. */
+typedef struct hbm_clean_counts {
+    size_t allowed;  /* to be done */
+    size_t waiting;  /* under --min-age */
+    size_t deferred; /* past --max-actions */
+    size_t kept;     /* by a safety rule */
+} hbm_clean_counts;
+hbm_clean_counts hbm_clean_plan_counts(const hbm_clean_plan *plan);
 
 /* Performs every allowed step, re-checking each object right before acting (start time;
  * SysV nattch, creator and last user; /dev/shm holders), appending one audit record per

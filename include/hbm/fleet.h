@@ -134,9 +134,19 @@ void hbm_fleet_free(hbm_fleet *f);
  * blocking, at most 64 KiB, one trailing newline cut. Any control byte left (CR, LF, NUL,
  * ESC, ...) is refused: it would forge HTTP headers; so is a space in a token. */
 int hbm_fleet_read_secret(const char *path, bool token, char **out, hbm_err *err);
+/* A secret hbm_fleet_read_secret gave, overwritten before it is freed; NULL is none. */
+void hbm_fleet_secret_free(char *secret);
+/* A basic auth user name as RFC 7617 section 2 allows it: no ':' (it ends the user-id) and
+ * no control character. */
+bool hbm_fleet_user_ok(const char *user);
 /* The URL with any userinfo replaced by "***", for messages. */
 void hbm_fleet_redact_url(const char *url, char *buf, size_t n);
 
+/* The name a node is shown by: its hostname, unless another node has it too or it is
+ * unknown, then its instance. */
+const char *hbm_fleet_node_name(const hbm_fleet_node *n);
+/* Nodes whose last scrape failed. */
+size_t hbm_fleet_stale(const hbm_fleet *f);
 /* Severity rank of a node, worst first in the view: UNHEALTHY 5, ORPHANED 4, stale 3,
  * UNACCOUNTED 2, BUSY 1, FREE 0. */
 int hbm_fleet_node_rank(const hbm_fleet_node *n);

@@ -78,6 +78,13 @@ void hbm_hook_plan_make(const hbm_obs *obs, const hbm_hook_container *c,
                         const hbm_clean_opts *o, hbm_hook_plan *plan);
 void hbm_hook_plan_free(hbm_hook_plan *plan);
 
+/* The step of clean's plan that ends pid; NULL when none does (the target was not proven). */
+const hbm_clean_step *hbm_hook_step_of(const hbm_hook_plan *plan, int pid);
+
+/* Records a failure of the hook's own in the audit log ("hook-error": the command, the
+ * container id, what went wrong), best effort: a hook never fails the container's stop. */
+void hbm_hook_audit_error(const hbm_clean_opts *o, const char *container, const char *detail);
+
 /* Audits the kept targets and applies clean's plan. Nothing is written when there is no
  * target. Returns what hbm_clean_apply returns (0 when nothing to apply). */
 int hbm_hook_apply(hbm_hook_plan *plan, const hbm_hook_container *c, const hbm_clean_opts *o,

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #include "hbm/err.h"
 #include "hbm/obs.h"
 
@@ -66,6 +68,9 @@ int hbm_lease_query(const char *dir, int64_t device, hbm_lease_info *info, hbm_e
 /* Every lease file in dir, held or not (callers filter on .held). *out is owned by the
  * caller (free()). A missing directory is an empty list. */
 int hbm_lease_list(const char *dir, hbm_lease_info **out, size_t *n, hbm_err *err);
+/* `leases --json`: {dir, leases: [{device, name, pid, hold_pid, since, held}]}, the held
+ * ones or (all) every one; pid, hold_pid and since null where not held or not known. */
+json_t *hbm_lease_list_json(const char *dir, const hbm_lease_info *ls, size_t n, bool all);
 
 /* Starts the small holder process that keeps the given lease fds after the caller exits:
  * it detaches (new session, standard streams on /dev/null, every other fd closed), names
@@ -80,6 +85,10 @@ int hbm_lease_spawn_holder(const char *name, const int *fds, const int64_t *devi
  * are writable by every user, so their content is a claim: check it before signalling the
  * pid it names. */
 bool hbm_lease_pid_holds(const hbm_lease_info *info);
+/* hbm_lease_pid_holds over every held lease named name in dir (pids above 1): 0 when each
+ * holds its file, 1 with the first that does not in *bad, -1 when dir cannot be listed. */
+int hbm_lease_claim_check(const char *dir, const char *name, hbm_lease_info *bad,
+                          hbm_err *err);
 
 /* ---- pick: choosing devices ------------------------------------------------------------ */
 
@@ -124,6 +133,10 @@ int hbm_pick(const hbm_obs *obs, const hbm_pick_opts *opts, hbm_pick_result *res
 
 /* Closes any lease fds still open in res and frees its arrays. */
 void hbm_pick_result_free(hbm_pick_result *res);
+/* `pick --json`: {devices, env, refused, placement (null when none chosen)}, and with a
+ * lease name and devices chosen, lease {name, holder_pid, hold_pid, dir} (docs/doctor.md). */
+json_t *hbm_pick_result_json(const hbm_pick_result *r, const char *lease, int holder,
+                             int hold_pid, const char *dir);
 
 /* Ends every held lease named name (hbm/lease.h) by sending SIGTERM to its holder through
  * the start-time-checked path, then waits up to timeout_s for the locks to drop. *ended

@@ -181,6 +181,8 @@ hbm_link hbm_obs_link(const hbm_obs *obs, size_t i, size_t j);
 
 /* Finds a device by the id a user gives: logic id on Ascend when known, index otherwise. */
 hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id);
+/* The first listing of pid among the devices' processes (the driver's); NULL when none. */
+const hbm_dproc *hbm_obs_find_proc(const hbm_obs *obs, int pid);
 /* The id a user and the visible-device variable use for this device (docs/snapshot.md). */
 int64_t hbm_device_user_id(const hbm_device *dev);
 /* How a message names the device: "device N" by its user id, or "npu N chip C" when it has
@@ -189,6 +191,8 @@ void hbm_device_label(const hbm_device *dev, char *buf, size_t len);
 
 const char *hbm_vendor_name(hbm_vendor v);
 const char *hbm_verdict_name(hbm_verdict v);
+/* The verdict a name gives (hbm_verdict_name's inverse); HBM_VERDICT_NONE for any other. */
+hbm_verdict hbm_verdict_parse(const char *name);
 const char *hbm_link_name(hbm_link l);
 hbm_link hbm_link_parse(const char *word);
 const char *hbm_pid_state_name(hbm_pid_state s);

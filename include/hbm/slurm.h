@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "hbm/observe.h"
 #include "hbm/err.h"
 
@@ -84,6 +86,17 @@ typedef struct hbm_slurm_result {
  * problem (problem filled; drained unless no_drain), -1 when it could not look or act. */
 int hbm_slurm_run(const hbm_slurm_opts *opts, hbm_slurm_result *res, hbm_err *err);
 void hbm_slurm_result_free(hbm_slurm_result *res);
+
+/* "prolog", "epilog", "healthcheck"; parse: false for any other word. */
+const char *hbm_slurm_mode_name(hbm_slurm_mode m);
+bool hbm_slurm_mode_parse(const char *word, hbm_slurm_mode *m);
+/* The job and node from Slurm's environment (SLURM_JOB_ID, else SLURM_JOBID; SLURMD_NODENAME,
+ * else the short host name, written into host) and the device variables; unset or empty
+ * ones NULL. */
+void hbm_slurm_env_read(hbm_slurm_env *e, char *host, size_t n);
+/* `hbmctl slurm --json`: {mode, node, job, devices, devices_from, problem, ended,
+ * shm_removed, refused_job, drained, resumed, kept_reason, kept} (docs/slurm.md). */
+json_t *hbm_slurm_result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r);
 
 /* Parses a device list: "0,1", "0-3,6" (Slurm and the visible-device variables); at most
  * max ids. "NoDevFiles" (Slurm's value for a GPU gres without device files) yields none. */

@@ -237,4 +237,57 @@ json_t *hbm_watch_session_devices_json(const hbm_watch_session *s);
 /* The servers' latest sample, as `watch --json` writes them (a new array). */
 json_t *hbm_watch_session_servers_json(const hbm_watch_session *s);
 
+/* ---- the full-screen view's model ---------------------------------------------------- */
+
+/* What `watch`'s terminal view shows, computed without a terminal: the device rows' order,
+ * the selection and how keys move it, the history strip's cells, the tone a verdict is
+ * drawn in; the CLI draws them with curses. */
+typedef enum hbm_watch_sort {
+    HBM_WATCH_SORT_ID,     /* device id, ascending */
+    HBM_WATCH_SORT_USED,   /* used memory, largest first */
+    HBM_WATCH_SORT_GROWTH, /* unreturned growth of the device's series, largest first */
+    HBM_WATCH_SORT_N
+} hbm_watch_sort;
+
+/* The colour a verdict is drawn in, by what it asks of the reader. */
+typedef enum hbm_watch_tone {
+    HBM_WATCH_TONE_PLAIN,
+    HBM_WATCH_TONE_FREE,   /* FREE */
+    HBM_WATCH_TONE_BUSY,   /* BUSY */
+    HBM_WATCH_TONE_ODD,    /* UNACCOUNTED: worth a look */
+    HBM_WATCH_TONE_BAD,    /* ORPHANED, UNHEALTHY; also leaks and stalls */
+} hbm_watch_tone;
+
+typedef struct hbm_watch_view {
+    hbm_watch_sort sort;
+    int64_t selected;  /* user id of the selected device, HBM_UNKNOWN none */
+    bool details;      /* the selected device's details shown */
+    char digits[8];    /* digits typed to pick a device */
+    double digits_at;  /* when the last digit was typed (monotonic seconds) */
+} hbm_watch_view;
+
+#define HBM_WATCH_STRIP_LEVELS 8 /* a strip cell's levels above blank (eighths of a cell) */
+#define HBM_WATCH_STRIP_MIN 8    /* fewer free columns than this: no history strip */
+
+/* No selection, sorted by id, no details. */
+void hbm_watch_view_init(hbm_watch_view *v);
+const char *hbm_watch_sort_name(hbm_watch_sort sort);
+hbm_watch_tone hbm_watch_verdict_tone(hbm_verdict v);
+/* Indexes into s->obs.devs of the devices shown (the device filter), in the view's order;
+ * at most cap. Selects the first one when nothing is selected yet. */
+size_t hbm_watch_view_rows(const hbm_watch_session *s, hbm_watch_view *v, size_t *idx,
+                           size_t cap);
+/* The selection moved delta rows, held at the first and last row. */
+void hbm_watch_view_move(hbm_watch_view *v, const hbm_watch_session *s, int delta);
+/* A digit typed at now (monotonic seconds): digits typed within 1.5 s of each other form one
+ * id, selected as soon as the observation has a device of that id. */
+void hbm_watch_view_digit(hbm_watch_view *v, const hbm_watch_session *s, char digit,
+                          double now);
+/* The history strip's columns given the free ones: 0 when too few for a strip. */
+int hbm_watch_strip_cells(int free_cols);
+/* A strip of `width` cells, newest on the right: each the sample's level, 0 (blank) to
+ * HBM_WATCH_STRIP_LEVELS, scaled to total (to the largest sample when the total is unknown);
+ * -1 where the history has no sample. s may be NULL (all -1). */
+void hbm_watch_strip(const hbm_watch_series *s, int64_t total, int *levels, int width);
+
 #endif

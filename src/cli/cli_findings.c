@@ -147,22 +147,17 @@ void cli_print_released(const json_t *rel)
     }
 }
 
-void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
-                       size_t allowed)
+void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply)
 {
     cli_print_skipped(stdout, "", obs);
-    size_t waiting = 0, deferred = 0;
-    for (size_t i = 0; i < plan->n; i++) {
-        waiting += plan->steps[i].waiting;
-        deferred += plan->steps[i].deferred;
-    }
-    printf("%s: %zu action%s", apply ? "clean" : "dry run", allowed, allowed == 1 ? "" : "s");
-    if (plan->n > allowed + waiting + deferred)
-        printf(", %zu kept by safety rules", plan->n - allowed - waiting - deferred);
-    if (waiting)
-        printf(", %zu under --min-age", waiting);
-    if (deferred)
-        printf(", %zu deferred by --max-actions", deferred);
+    hbm_clean_counts n = hbm_clean_plan_counts(plan);
+    printf("%s: %zu action%s", apply ? "clean" : "dry run", n.allowed, n.allowed == 1 ? "" : "s");
+    if (n.kept)
+        printf(", %zu kept by safety rules", n.kept);
+    if (n.waiting)
+        printf(", %zu under --min-age", n.waiting);
+    if (n.deferred)
+        printf(", %zu deferred by --max-actions", n.deferred);
     printf("\n");
     for (size_t i = 0; i < plan->n; i++) {
         const hbm_clean_step *s = &plan->steps[i];
@@ -172,5 +167,18 @@ void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool a
                  : s->waiting ? "wait" : s->deferred ? "defer" : "keep",
                  s->finding_id);
         cli_wrap(stdout, label, 28, s->allowed ? s->action.text : s->why);
+    }
+}
+
+void cli_print_clean_results(const hbm_clean_plan *plan, const char *audit)
+{
+    printf("results (audit log: %s):\n", audit);
+    for (size_t i = 0; i < plan->n; i++) {
+        const hbm_clean_step *s = &plan->steps[i];
+        if (!s->allowed)
+            continue;
+        char label[64];
+        snprintf(label, sizeof label, "  %s %s", s->done ? "done" : "KEPT", s->finding_id);
+        cli_wrap(stdout, label, 28, s->result);
     }
 }

@@ -19,9 +19,10 @@ void cli_print_skipped(FILE *f, const char *prefix, const hbm_obs *obs);
 void cli_print_partial(FILE *f, const char *prefix, const hbm_obs *obs);
 
 /* clean's plan: one line per step (do / would / keep / wait / defer) and what it does or why
- * not; allowed is the number of steps it may take. */
-void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply,
-                          size_t allowed);
+ * not. */
+void cli_print_clean_plan(const hbm_obs *obs, const hbm_clean_plan *plan, bool apply);
+/* After --apply: one line per step taken (done / KEPT) and what happened. */
+void cli_print_clean_results(const hbm_clean_plan *plan, const char *audit);
 /* The per-device table of hbm_clean_released's answer. */
 void cli_print_released(const json_t *rel);
 

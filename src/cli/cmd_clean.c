@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "cli_findings.h"
 #include "hbm/doctor.h"
-#include "hbm/redact.h"
+#include "hbm/audit.h"
 
 static const char about[] =
     "Lists what it would do about doctor's findings; --apply does it:\n"
@@ -105,12 +105,8 @@ static int parse(clean_args *a, int argc, char **argv)
         .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
     };
     int rc = cli_parse_options(&spec, argc, argv);
-    if (a->policy && !a->copts.only)
-        a->copts.only = HBM_CLEAN_POLICY_ONLY;
-    if (a->policy && a->copts.min_age_s < 0)
-        a->copts.min_age_s = HBM_CLEAN_POLICY_MIN_AGE;
-    if (a->policy && a->copts.max_actions < 0)
-        a->copts.max_actions = HBM_CLEAN_POLICY_MAX_ACTIONS;
+    if (a->policy)
+        hbm_clean_opts_policy(&a->copts);
     char bad[64];
     if (rc == CLI_CONTINUE && a->copts.only && !hbm_clean_only_ok(a->copts.only, bad, sizeof bad)) {
         cli_errorf("--only: '%s' is not a finding id that clean acts on (hbmctl doctor "
@@ -124,14 +120,6 @@ static int parse(clean_args *a, int argc, char **argv)
     return rc;
 }
 
-/* Where the devices came from; backend "none" says the device checks were skipped. */
-static void add_source(json_t *j, const hbm_obs *obs)
-{
-    json_object_set_new(j, "backend", json_string(obs->backend));
-    json_object_set_new(j, "backend_why",
-                        obs->backend_why[0] ? json_string(obs->backend_why) : json_null());
-}
-
 static bool ask(void)
 {
     if (!isatty(STDIN_FILENO))
@@ -141,21 +129,6 @@ static bool ask(void)
     if (!fgets(line, sizeof line, stdin))
         return false;
     return line[0] == 'y' || line[0] == 'Y';
-}
-
-/* The JSON answer; rel (owned) and audit only after --apply acted. */
-static void print_json(bool dry_run, const hbm_obs *obs, const hbm_clean_plan *plan,
-                       json_t *rel, const char *audit)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "dry_run", json_boolean(dry_run));
-    add_source(j, obs);
-    json_object_set_new(j, "steps", hbm_clean_steps_json(plan));
-    if (audit) {
-        json_object_set_new(j, "released", rel ? rel : json_null());
-        json_object_set_new(j, "audit_log", json_string(audit));
-    }
-    cli_json_out(j);
 }
 
 /* Observes again: what the devices show now. Drivers free memory asynchronously after a
@@ -202,43 +175,14 @@ static int apply_plan(clean_args *a, const hbm_obs *obs, hbm_clean_plan *plan)
     } else {
         rc = bad ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
     }
-    if (!a->c.json) {
-        printf("results (audit log: %s):\n", hbm_audit_path(a->copts.audit_path));
-        for (size_t i = 0; i < plan->n; i++) {
-            const hbm_clean_step *s = &plan->steps[i];
-            if (!s->allowed)
-                continue;
-            char label[64];
-            snprintf(label, sizeof label, "  %s %s", s->done ? "done" : "KEPT", s->finding_id);
-            cli_wrap(stdout, label, 28, s->result);
-        }
-    }
+    if (!a->c.json)
+        cli_print_clean_results(plan, hbm_audit_path(a->copts.audit_path));
     json_t *rel = observe_after(a, obs, plan);
     if (a->c.json)
-        print_json(false, obs, plan, rel, hbm_audit_path(a->copts.audit_path));
+        cli_json_out(hbm_clean_json(obs, plan, false, rel, hbm_audit_path(a->copts.audit_path)));
     else
         json_decref(rel);
     return rc;
-}
-
-/* The whole command line for the audit log ("hbmctl clean --apply --pid 42 ..."), with
- * credentials redacted like any command line hbmctl records. */
-static char *command_line(int argc, char **argv)
-{
-    size_t len = sizeof "hbmctl";
-    for (int i = 0; i < argc; i++)
-        len += strlen(argv[i]) + 1;
-    char *buf = hbm_xmalloc(len), *p = buf;
-    memcpy(p, "hbmctl", sizeof "hbmctl");
-    p += sizeof "hbmctl";
-    for (int i = 0; i < argc; i++) {
-        size_t n = strlen(argv[i]) + 1;
-        memcpy(p, argv[i], n);
-        p += n;
-    }
-    char *out = hbm_redact_words(buf, len - 1, '\0', 0);
-    free(buf);
-    return out;
 }
 
 int cmd_clean(int argc, char **argv)
@@ -251,7 +195,7 @@ int cmd_clean(int argc, char **argv)
     }
     a.copts.named_pids = a.pids;
     a.copts.nnamed = a.npids;
-    char *command = command_line(argc, argv);
+    char *command = hbm_audit_command(argc, argv);
     a.copts.command = command;
     a.c.src.host_only_ok = true;
     hbm_obs obs;
@@ -265,35 +209,30 @@ int cmd_clean(int argc, char **argv)
     hbm_clean_plan plan;
     hbm_clean_plan_make(&obs, &f, &a.copts, &plan);
     hbm_err perr = {{0}};
-    if ((a.copts.min_age_s >= 0 || a.copts.max_actions > 0) &&
-        hbm_clean_policy(&obs, &plan, &a.copts, hbm_now_wall(), &perr) < 0)
+    if (hbm_clean_policy(&obs, &plan, &a.copts, hbm_now_wall(), &perr) < 0)
         fprintf(stderr, "hbmctl: state file not kept (%s): ages are the leftovers' own "
                 "(process start, segment time, file mtime)\n", perr.msg);
-    size_t allowed = 0, waiting = 0;
-    for (size_t i = 0; i < plan.n; i++) {
-        allowed += plan.steps[i].allowed;
-        waiting += plan.steps[i].waiting;
-    }
+    hbm_clean_counts n = hbm_clean_plan_counts(&plan);
     if (!a.c.json)
-        cli_print_clean_plan(&obs, &plan, a.apply, allowed);
-    rc = allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
+        cli_print_clean_plan(&obs, &plan, a.apply);
+    rc = n.allowed ? CLI_EXIT_PROBLEM : CLI_EXIT_OK;
     if (!a.apply) {
-        if (!a.c.json && allowed)
+        if (!a.c.json && n.allowed)
             printf("nothing changed; run 'hbmctl clean --apply' to do this\n");
         if (a.c.json)
-            print_json(true, &obs, &plan, NULL, NULL);
-    } else if (allowed && !a.yes && !ask()) {
+            cli_json_out(hbm_clean_json(&obs, &plan, true, NULL, NULL));
+    } else if (n.allowed && !a.yes && !ask()) {
         fprintf(stderr, "hbmctl: nothing done\n");
         rc = CLI_EXIT_PROBLEM;
-    } else if (allowed) {
+    } else if (n.allowed) {
         rc = apply_plan(&a, &obs, &plan);
     } else if (a.c.json) {
-        print_json(false, &obs, &plan, NULL, NULL);
+        cli_json_out(hbm_clean_json(&obs, &plan, false, NULL, NULL));
     }
     /* A step the safety rules kept or --max-actions deferred leaves its problem (an orphan
      * holding memory) in place: never a success. One under --min-age is the policy's own
      * choice. */
-    if (rc == CLI_EXIT_OK && allowed + waiting < plan.n)
+    if (rc == CLI_EXIT_OK && n.kept + n.deferred)
         rc = CLI_EXIT_PROBLEM;
     hbm_clean_plan_free(&plan);
     hbm_findings_free(&f);

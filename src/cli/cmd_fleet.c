@@ -27,33 +27,12 @@ static char *read_secret(const char *opt, const char *path, bool token)
     return s;
 }
 
-static void free_secret(char *s)
-{
-    if (s)
-        explicit_bzero(s, strlen(s));
-    free(s);
-}
-
-static hbm_verdict verdict_of(const char *name)
-{
-    for (hbm_verdict v = HBM_VERDICT_FREE; v <= HBM_VERDICT_UNHEALTHY; v++)
-        if (!strcmp(hbm_verdict_name(v), name))
-            return v;
-    return HBM_VERDICT_NONE;
-}
-
-/* The hostname, unless another node has it too (or it is unknown): then the instance. */
-static const char *node_name(const hbm_fleet_node *n)
-{
-    return n->hostname[0] && !n->hostname_shared ? n->hostname : n->instance;
-}
-
 static void print_dev(const char *node, const hbm_fleet_dev *d, bool first)
 {
     char used[32], total[32], mem[72], where[400];
     snprintf(mem, sizeof mem, "%s / %s", cli_size(used, sizeof used, d->memory_used_bytes),
              cli_size(total, sizeof total, d->memory_total_bytes));
-    const char *vc = cli_color(stdout) ? cli_verdict_color(verdict_of(d->verdict)) : "";
+    const char *vc = cli_color(stdout) ? cli_verdict_color(hbm_verdict_parse(d->verdict)) : "";
     printf("%-24.24s %-6.6s %-16.16s %s%-11s%s %21s %s\n", first ? node : "", d->index,
            d->name[0] ? d->name : "-", vc, d->verdict[0] ? d->verdict : "-",
            vc[0] ? CLI_RESET : "", mem, d->leak < 0 ? "-" : d->leak ? "LEAK" : "no");
@@ -72,9 +51,7 @@ static void print_dev(const char *node, const hbm_fleet_dev *d, bool first)
 
 static void print_text(const hbm_fleet *f)
 {
-    size_t stale = 0;
-    for (size_t i = 0; i < f->nnodes; i++)
-        stale += f->nodes[i].stale;
+    size_t stale = hbm_fleet_stale(f);
     char when[32];
     time_t t = (time_t)f->at;
     struct tm tm;
@@ -85,7 +62,7 @@ static void print_text(const hbm_fleet *f)
            "MEMORY USED / TOTAL", "LEAK");
     for (size_t i = 0; i < f->nnodes; i++) {
         const hbm_fleet_node *n = &f->nodes[i];
-        const char *name = node_name(n);
+        const char *name = hbm_fleet_node_name(n);
         if (n->stale)
             printf("%-24.24s stale: its last scrape failed (%s)\n", name, n->instance);
         else if (n->ndevs == 0)
@@ -188,15 +165,14 @@ int cmd_fleet(int argc, char **argv)
                              o.username ? o.username : password_file,
                              "--user and --password-file go together, without "
                              "--bearer-token-file");
-    for (const char *c = o.username; c && *c; c++)
-        if (*c == ':' || (unsigned char)*c < 0x20 || *c == 0x7f)
-            return cli_bad_value(&spec, "user", "", "a basic auth user name has no ':' and "
+    if (o.username && !hbm_fleet_user_ok(o.username))
+        return cli_bad_value(&spec, "user", "", "a basic auth user name has no ':' and "
                                                     "no control character");
     char *token = token_file ? read_secret("--bearer-token-file", token_file, true) : NULL;
     char *password = password_file ? read_secret("--password-file", password_file, false) : NULL;
     if ((token_file && !token) || (password_file && !password)) {
-        free_secret(token);
-        free_secret(password);
+        hbm_fleet_secret_free(token);
+        hbm_fleet_secret_free(password);
         return CLI_EXIT_ERROR;
     }
     o.bearer_token = token;
@@ -204,8 +180,8 @@ int cmd_fleet(int argc, char **argv)
     hbm_fleet f;
     hbm_err err = {{0}};
     rc = hbm_fleet_fetch(&o, &f, &err);
-    free_secret(token);
-    free_secret(password);
+    hbm_fleet_secret_free(token);
+    hbm_fleet_secret_free(password);
     if (rc < 0) {
         cli_errorf("%s", err.msg);
         return CLI_EXIT_ERROR;

@@ -23,10 +23,7 @@ static void on_deadline(int sig)
 static int hook_error(const hbm_clean_opts *o, const char *id, const char *msg)
 {
     cli_errorf("hook poststop: %s (the container's stop goes on)", msg);
-    json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "event", "hook-error", "command", o->command,
-                          "container", id, "detail", msg);
-    hbm_audit_append(hbm_audit_path(o->audit_path), r, NULL);
-    json_decref(r);
+    hbm_hook_audit_error(o, id, msg);
     return CLI_EXIT_OK;
 }
 
@@ -34,10 +31,7 @@ static void show(const hbm_hook_plan *p, const char *undone)
 {
     for (size_t i = 0; i < p->n; i++) {
         const hbm_hook_target *t = &p->targets[i];
-        const hbm_clean_step *s = NULL;
-        for (size_t k = 0; k < p->clean.n && !s; k++)
-            if (p->clean.steps[k].action.pid == t->pid)
-                s = &p->clean.steps[k];
+        const hbm_clean_step *s = hbm_hook_step_of(p, t->pid);
         const char *what = !t->proven ? t->why : !s ? "" : !s->allowed ? s->why
                          : s->done       ? s->result
                          : s->result[0]  ? s->result

@@ -43,24 +43,7 @@ int cmd_leases(int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
     if (json) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++) {
-            if (!ls[i].held && !all)
-                continue;
-            json_array_append_new(
-                a, json_pack("{s:I, s:s, s:o, s:o, s:o, s:b}", "device", (json_int_t)ls[i].device,
-                             "name", ls[i].name,
-                             "pid", ls[i].held && ls[i].pid ? json_integer(ls[i].pid) : json_null(),
-                             "hold_pid", ls[i].held && ls[i].hold_pid ? json_integer(ls[i].hold_pid)
-                                                                     : json_null(),
-                             "since", ls[i].held && ls[i].since > 0 ? json_real(ls[i].since)
-                                                                    : json_null(),
-                             "held", ls[i].held));
-        }
-        json_t *j = json_object();
-        json_object_set_new(j, "dir", json_string(dir));
-        json_object_set_new(j, "leases", a);
-        cli_json_out(j);
+        cli_json_out(hbm_lease_list_json(dir, ls, n, all));
     } else {
         size_t shown = 0;
         for (size_t i = 0; i < n; i++) {

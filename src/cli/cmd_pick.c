@@ -22,34 +22,6 @@ static const char exits[] =
 static const char *const formats[] = {"env", "list", "json", NULL};
 enum { FORMAT_ENV, FORMAT_LIST, FORMAT_JSON };
 
-static json_t *result_json(const hbm_pick_result *r, const char *lease, int holder,
-                           int hold_pid, const char *dir)
-{
-    json_t *j = json_object();
-    json_t *devs = json_array();
-    for (size_t i = 0; i < r->n; i++)
-        json_array_append_new(devs, json_integer(r->devices[i]));
-    json_object_set_new(j, "devices", devs);
-    json_t *env = json_object();
-    if (r->n)
-        json_object_set_new(env, r->env_name, json_string(r->env_value));
-    json_object_set_new(j, "env", env);
-    json_t *ref = json_array();
-    for (size_t i = 0; i < r->nrefused; i++)
-        json_array_append_new(ref, json_pack("{s:o, s:s}", "device",
-                                             r->refused[i].device < 0
-                                                 ? json_null()
-                                                 : json_integer(r->refused[i].device),
-                                             "why", r->refused[i].why));
-    json_object_set_new(j, "refused", ref);
-    json_object_set_new(j, "placement", r->n ? json_string(r->placement) : json_null());
-    if (lease && r->n)
-        json_object_set_new(j, "lease", json_pack("{s:s, s:i, s:i, s:s}", "name", lease,
-                                                  "holder_pid", holder, "hold_pid", hold_pid,
-                                                  "dir", dir));
-    return j;
-}
-
 /* One refusal per device, reasons wrapped under each other within 100 columns. */
 static void print_refusals(const hbm_pick_result *r)
 {
@@ -146,7 +118,7 @@ int cmd_pick(int argc, char **argv)
     }
     bool json = format == FORMAT_JSON;
     if (json) {
-        cli_json_out(result_json(&r, po.lease_name, (int)holder, (int)hold_pid, dir));
+        cli_json_out(hbm_pick_result_json(&r, po.lease_name, (int)holder, (int)hold_pid, dir));
     } else if (rc == 0) {
         if (format == FORMAT_ENV)
             printf("%s=%s\n", r.env_name, r.env_value);

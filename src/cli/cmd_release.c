@@ -11,26 +11,16 @@
  * that process really has the file open (as the holder does). */
 static bool holders_verified(const char *dir, const char *name)
 {
-    hbm_lease_info *ls;
-    size_t n;
+    hbm_lease_info bad;
     hbm_err err = {{0}};
-    if (hbm_lease_list(dir, &ls, &n, &err) < 0) {
+    int rc = hbm_lease_claim_check(dir, name, &bad, &err);
+    if (rc < 0)
         cli_errorf("release %s: %s", name, err.msg);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++) {
-        if (!ls[i].held || strcmp(ls[i].name, name) != 0 || ls[i].pid <= 1)
-            continue;
-        if (!hbm_lease_pid_holds(&ls[i])) {
-            cli_errorf("release %s: %s names pid %d as its holder, but that process does not "
-                       "have the file open; not signalling it (`hbmctl leases` shows the "
-                       "lease; end its real holder yourself)", name, ls[i].path, ls[i].pid);
-            ok = false;
-        }
-    }
-    free(ls);
-    return ok;
+    else if (rc == 1)
+        cli_errorf("release %s: %s names pid %d as its holder, but that process does not "
+                   "have the file open; not signalling it (`hbmctl leases` shows the "
+                   "lease; end its real holder yourself)", name, bad.path, bad.pid);
+    return rc == 0;
 }
 
 int cmd_release(int argc, char **argv)

@@ -1,8 +1,6 @@
 /* hbmctl slurm prolog|epilog|healthcheck: Slurm's Prolog, Epilog and HealthCheckProgram. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "opt.h"
@@ -33,69 +31,6 @@ static const char about[] =
     "A node is drained or resumed only in a state hbmctl may change (IDLE, MIXED,\n"
     "ALLOCATED; COMPLETING; a DRAIN with hbmctl's reason): DOWN, FAIL, MAINT, REBOOT,\n"
     "a reservation and any other drain are kept as they are.\n";
-
-static const char *const modes[] = {"prolog", "epilog", "healthcheck"};
-
-static bool parse_mode(const char *w, hbm_slurm_mode *m)
-{
-    for (int i = 0; i < 3; i++)
-        if (strcmp(w, modes[i]) == 0) {
-            *m = (hbm_slurm_mode)i;
-            return true;
-        }
-    return false;
-}
-
-static const char *env_or_null(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
-static void from_env(hbm_slurm_env *e, char *host, size_t n)
-{
-    e->job_id = env_or_null("SLURM_JOB_ID");
-    if (!e->job_id)
-        e->job_id = env_or_null("SLURM_JOBID");
-    e->node = env_or_null("SLURMD_NODENAME");
-    if (!e->node && gethostname(host, n) == 0) {
-        host[n - 1] = 0;
-        char *dot = strchr(host, '.');
-        if (dot)
-            *dot = 0;
-        e->node = host;
-    }
-    e->job_gpus = env_or_null("SLURM_JOB_GPUS");
-    e->ascend_visible = env_or_null("ASCEND_RT_VISIBLE_DEVICES");
-    e->cuda_visible = env_or_null("CUDA_VISIBLE_DEVICES");
-}
-
-static json_t *result_json(const hbm_slurm_opts *o, const hbm_slurm_result *r)
-{
-    json_t *devs = json_array(), *kills = json_array();
-    for (size_t i = 0; i < r->ndevs; i++)
-        json_array_append_new(devs, json_integer(r->devs[i]));
-    for (size_t i = 0; i < r->nkills; i++) {
-        const hbm_slurm_kill *k = &r->kills[i];
-        json_array_append_new(kills, json_pack("{s:i, s:s, s:s, s:b, s:s}", "pid", k->pid,
-                                               "name", k->comm, "why", k->why, "done", k->done,
-                                               "result", k->result));
-    }
-    json_t *kept = r->kept_state[0]
-                       ? json_pack("{s:s, s:s}", "state", r->kept_state, "why", r->kept_why)
-                       : json_null();
-    return json_pack("{s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:I, s:b, s:b, s:b, s:o, s:o}",
-                     "mode",
-                     modes[o->mode], "node", o->env.node, "job",
-                     o->env.job_id ? json_string(o->env.job_id) : json_null(), "devices", devs,
-                     "devices_from", r->devs_from, "problem",
-                     r->problem[0] ? json_string(r->problem) : json_null(), "ended", kills,
-                     "shm_removed", (json_int_t)r->shm_removed, "refused_job", r->refused_job,
-                     "drained", r->drained,
-                     "resumed", r->resumed, "kept_reason",
-                     r->kept_reason[0] ? json_string(r->kept_reason) : json_null(), "kept",
-                     kept);
-}
 
 /* "job 42: devices 0,1 (from SLURM_JOB_GPUS)", so a log shows where they came from. */
 static void print_devices(const hbm_slurm_opts *o, const hbm_slurm_result *r)
@@ -143,7 +78,7 @@ int cmd_slurm(int argc, char **argv)
     cli_common_init(&c);
     char host[256];
     hbm_slurm_opts o = {0};
-    from_env(&o.env, host, sizeof host);
+    hbm_slurm_env_read(&o.env, host, sizeof host);
     const cli_opt opts[] = {
         CLI_OPT(CLI_STRING, "node", 0, "NAME", &o.env.node,
                 "the Slurm node (default $SLURMD_NODENAME, else the host name)"),
@@ -177,7 +112,7 @@ int cmd_slurm(int argc, char **argv)
     };
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
-    bool mode_ok = rc == CLI_CONTINUE && args.nargs == 1 && parse_mode(args.args[0], &o.mode);
+    bool mode_ok = rc == CLI_CONTINUE && args.nargs == 1 && hbm_slurm_mode_parse(args.args[0], &o.mode);
     cli_args_free(&args);
     if (rc != CLI_CONTINUE)
         return rc;
@@ -190,12 +125,12 @@ int cmd_slurm(int argc, char **argv)
     hbm_err err = {{0}};
     rc = hbm_slurm_run(&o, &r, &err);
     if (rc < 0) {
-        cli_errorf("slurm %s: %s", modes[o.mode], err.msg);
+        cli_errorf("slurm %s: %s", hbm_slurm_mode_name(o.mode), err.msg);
         hbm_slurm_result_free(&r);
         return CLI_EXIT_ERROR;
     }
     if (c.json)
-        cli_json_out(result_json(&o, &r));
+        cli_json_out(hbm_slurm_result_json(&o, &r));
     else
         print_result(&o, &r);
     hbm_slurm_result_free(&r);

@@ -40,15 +40,6 @@ static void print_wrapped(const char *prefix, const char *text, int width)
     cli_wrap_from(stdout, text, indent, indent, width, false);
 }
 
-static bool listed_by_driver(const hbm_obs *obs, int pid)
-{
-    for (size_t i = 0; i < obs->ndevs; i++)
-        for (size_t j = 0; j < obs->devs[i].nprocs; j++)
-            if (obs->devs[i].procs[j].pid == pid)
-                return true;
-    return false;
-}
-
 static void render(const hbm_obs *obs)
 {
     bool color = cli_color(stdout);
@@ -153,7 +144,7 @@ static void render(const hbm_obs *obs)
         bool header = false;
         for (size_t i = 0; i < obs->host.nprocs; i++) {
             const hbm_hproc *hp = &obs->host.procs[i];
-            if (!hp->ndev_paths || listed_by_driver(obs, hp->pid))
+            if (!hp->ndev_paths || hbm_obs_find_proc(obs, hp->pid))
                 continue;
             if (!header) {
                 printf("\nholding device files, not listed by the driver:\n");

@@ -15,74 +15,24 @@
 #include "ncurses_lib.h"
 #include "watch_session.h"
 
-enum sort_key { SORT_ID, SORT_USED, SORT_GROWTH, SORT_N };
-static const char *const sort_names[SORT_N] = {"id", "used", "growth"};
-
-typedef struct view {
-    int sort;
-    int64_t selected;     /* user id of the selected device, HBM_UNKNOWN none */
-    bool details;
-    bool utf8;
-    char digits[8];       /* digits typed to pick a device */
-    double digits_at;
-} view;
-
-static int64_t growth_of(const watch_ctx *c, const hbm_device *d)
-{
-    const hbm_watch_series *s = hbm_watch_find(&c->s.w, hbm_device_user_id(d), HBM_UNKNOWN);
-    return s ? s->det.st.growth : 0;
-}
-
-/* Device indexes (into c->s.obs.devs) in display order. */
-static size_t ordered(const watch_ctx *c, const view *v, size_t *idx, size_t cap)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < c->s.obs.ndevs && n < cap; i++)
-        if (hbm_watch_session_wanted(&c->s, &c->s.obs.devs[i]))
-            idx[n++] = i;
-    for (size_t i = 1; i < n; i++) {
-        size_t x = idx[i], j = i;
-        for (; j > 0; j--) {
-            const hbm_device *a = &c->s.obs.devs[idx[j - 1]], *b = &c->s.obs.devs[x];
-            bool after;
-            if (v->sort == SORT_USED)
-                after = a->memory_used_bytes < b->memory_used_bytes;
-            else if (v->sort == SORT_GROWTH)
-                after = growth_of(c, a) < growth_of(c, b);
-            else
-                after = hbm_device_user_id(a) > hbm_device_user_id(b);
-            if (!after)
-                break;
-            idx[j] = idx[j - 1];
-        }
-        idx[j] = x;
-    }
-    return n;
-}
-
 /* A history strip of `width` cells, newest on the right, scaled to the device total. */
 static void draw_strip(const hbm_watch_series *s, int64_t total, int y, int x, int width,
                        bool utf8)
 {
     static const wchar_t bars[] = L" \u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588";
     static const char ascii[] = " .:-=+*#%@";
-    int64_t top = total;
-    for (size_t i = 0; top <= 0 && s && i < s->nhist; i++)
-        top = hbm_watch_hist_at(s, i) > top ? hbm_watch_hist_at(s, i) : top;
+    int levels[HBM_WATCH_HISTORY]; /* wider strips are blank on their left: no history */
+    if (width > HBM_WATCH_HISTORY) {
+        x += width - HBM_WATCH_HISTORY;
+        width = HBM_WATCH_HISTORY;
+    }
+    hbm_watch_strip(s, total, levels, width);
     for (int k = 0; k < width; k++) {
-        size_t age = (size_t)(width - 1 - k);
-        int64_t v = s ? hbm_watch_hist_at(s, age) : HBM_UNKNOWN;
-        int level = 0;
-        if (v >= 0 && top > 0) {
-            double f = (double)v / (double)top;
-            level = (int)lround(f * 8);
-            level = level < 1 ? 1 : level > 8 ? 8 : level;
-        }
         if (utf8) {
-            wchar_t cell[2] = {v < 0 ? L' ' : bars[level], L'\0'};
+            wchar_t cell[2] = {levels[k] < 0 ? L' ' : bars[levels[k]], L'\0'};
             mvaddnwstr(y, x + k, cell, 1);
         } else {
-            mvaddch(y, x + k, (chtype)(v < 0 ? ' ' : ascii[level]));
+            mvaddch(y, x + k, (chtype)(levels[k] < 0 ? ' ' : ascii[levels[k]]));
         }
     }
 }
@@ -94,18 +44,6 @@ static void fmt_pct(char *buf, size_t n, const hbm_device *d)
                  100.0 * (double)d->memory_used_bytes / (double)d->memory_total_bytes);
     else
         snprintf(buf, n, "   -");
-}
-
-static int verdict_pair(hbm_verdict v)
-{
-    switch (v) {
-    case HBM_VERDICT_FREE: return 1;
-    case HBM_VERDICT_BUSY: return 2;
-    case HBM_VERDICT_UNACCOUNTED: return 3;
-    case HBM_VERDICT_ORPHANED:
-    case HBM_VERDICT_UNHEALTHY: return 4;
-    default: return 0;
-    }
 }
 
 static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, int rows, int cols)
@@ -132,10 +70,10 @@ static void draw_processes(const watch_ctx *c, const hbm_device *d, int *row, in
                  cli_proc_where(where, sizeof where, p), hbm_pid_state_name(p->state),
                  s ? hbm_watch_describe(s, desc, sizeof desc) : "-");
         if (s && s->det.st.leak)
-            attron(COLOR_PAIR(4) | A_BOLD);
+            attron(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
         mvaddnstr(y++, 0, line, cols);
         if (s && s->det.st.leak)
-            attroff(COLOR_PAIR(4) | A_BOLD);
+            attroff(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
     }
     *row = y + 1;
 }
@@ -189,14 +127,14 @@ static void draw_servers(const watch_ctx *c, int *row, int rows, int cols)
     for (size_t k = 0; *row < rows - 2 && watch_server_line(c, k, line, sizeof line, &stalled);
          k++) {
         if (stalled)
-            attron(COLOR_PAIR(4) | A_BOLD);
+            attron(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
         mvaddnstr((*row)++, 0, line, cols);
         if (stalled)
-            attroff(COLOR_PAIR(4) | A_BOLD);
+            attroff(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
     }
 }
 
-static void draw(const watch_ctx *c, view *v)
+static void draw(const watch_ctx *c, hbm_watch_view *v, bool utf8)
 {
     erase();
     int rows, cols;
@@ -210,27 +148,25 @@ static void draw(const watch_ctx *c, view *v)
     snprintf(head, sizeof head, "hbmctl watch  %s  %s  every %.3gs  sample %ld  sort: %s",
              c->s.have_obs ? c->s.obs.hostname : "", c->s.have_obs ? c->s.obs.backend : "",
              c->interval,
-             c->s.samples, sort_names[v->sort]);
+             c->s.samples, hbm_watch_sort_name(v->sort));
     attron(A_BOLD);
     mvaddnstr(0, 0, head, cols);
     attroff(A_BOLD);
     mvaddnstr(0, cols - 9 > 0 ? cols - 9 : 0, when, cols > 9 ? 9 : cols);
     int row = 1;
     if (c->s.error[0]) {
-        attron(COLOR_PAIR(4));
+        attron(COLOR_PAIR(HBM_WATCH_TONE_BAD));
         mvaddnstr(row++, 0, c->s.error, cols);
-        attroff(COLOR_PAIR(4));
+        attroff(COLOR_PAIR(HBM_WATCH_TONE_BAD));
     }
     row++;
     size_t idx[256];
-    size_t n = c->s.have_obs ? ordered(c, v, idx, 256) : 0;
-    if (n && v->selected == HBM_UNKNOWN)
-        v->selected = hbm_device_user_id(&c->s.obs.devs[idx[0]]);
+    size_t n = hbm_watch_view_rows(&c->s, v, idx, 256);
     const int fixed = 4 + 1 + 12 + 1 + 23 + 1 + 4 + 1 + 11 + 1 + 22 + 1;
-    int strip = cols - fixed;
+    int strip = hbm_watch_strip_cells(cols - fixed);
     char hdr[400];
     snprintf(hdr, sizeof hdr, "%4s %-12s %23s %4s %-11s %-22s %s", "ID", "NAME", "USED / TOTAL",
-             "%", "VERDICT", "LEAK", strip >= 8 ? "HISTORY" : "");
+             "%", "VERDICT", "LEAK", strip ? "HISTORY" : "");
     attron(A_UNDERLINE);
     mvaddnstr(row++, 0, hdr, cols);
     attroff(A_UNDERLINE);
@@ -256,24 +192,24 @@ static void draw(const watch_ctx *c, view *v)
             attroff(A_REVERSE);
         int x = (int)strlen(line);
         if (x < cols) {
-            attron(COLOR_PAIR(verdict_pair(d->verdict)) | A_BOLD);
+            attron(COLOR_PAIR(hbm_watch_verdict_tone(d->verdict)) | A_BOLD);
             mvaddnstr(row, x, hbm_verdict_name(d->verdict), cols - x);
-            attroff(COLOR_PAIR(verdict_pair(d->verdict)) | A_BOLD);
+            attroff(COLOR_PAIR(hbm_watch_verdict_tone(d->verdict)) | A_BOLD);
         }
         x += 12;
         if (x < cols) {
             bool leak = s && s->det.st.leak;
             if (leak)
-                attron(COLOR_PAIR(4) | A_BOLD);
+                attron(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
             snprintf(line, sizeof line, "%-22.22s", s ? hbm_watch_describe(s, desc, sizeof desc)
                                                       : "-");
             mvaddnstr(row, x, line, cols - x);
             if (leak)
-                attroff(COLOR_PAIR(4) | A_BOLD);
+                attroff(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
         }
         x += 23;
-        if (strip >= 8)
-            draw_strip(s, d->memory_total_bytes, row, x, strip, v->utf8);
+        if (strip)
+            draw_strip(s, d->memory_total_bytes, row, x, strip, utf8);
         row++;
     }
     if (c->s.have_obs && n == 0 && row < rows - 2)
@@ -293,10 +229,10 @@ static void draw(const watch_ctx *c, view *v)
         bool leak = e->kind == HBM_WATCH_EV_LEAK || e->kind == HBM_WATCH_EV_STALL;
         char text[200];
         if (leak)
-            attron(COLOR_PAIR(4) | A_BOLD);
+            attron(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
         mvaddnstr(first++, 0, watch_event_text(e, text, sizeof text), cols);
         if (leak)
-            attroff(COLOR_PAIR(4) | A_BOLD);
+            attroff(COLOR_PAIR(HBM_WATCH_TONE_BAD) | A_BOLD);
     }
     attron(A_REVERSE);
     mvaddnstr(rows - 1, 0,
@@ -305,49 +241,12 @@ static void draw(const watch_ctx *c, view *v)
     refresh();
 }
 
-static void move_selection(const watch_ctx *c, view *v, int delta)
-{
-    size_t idx[256];
-    size_t n = c->s.have_obs ? ordered(c, v, idx, 256) : 0;
-    if (n == 0)
-        return;
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++)
-        if (hbm_device_user_id(&c->s.obs.devs[idx[k]]) == v->selected)
-            at = k;
-    long next = (long)at + delta;
-    next = next < 0 ? 0 : next >= (long)n ? (long)n - 1 : next;
-    v->selected = hbm_device_user_id(&c->s.obs.devs[idx[next]]);
-}
-
-/* Digits typed within 1.5 s of each other form one id; a known id is selected at once. */
-static void pick_digit(const watch_ctx *c, view *v, int ch)
-{
-    double now = hbm_now_mono();
-    size_t len = strlen(v->digits);
-    if (now - v->digits_at > 1.5 || len + 1 >= sizeof v->digits)
-        len = 0;
-    v->digits[len] = (char)ch;
-    v->digits[len + 1] = '\0';
-    v->digits_at = now;
-    int64_t id = strtoll(v->digits, NULL, 10);
-    if (c->s.have_obs && hbm_obs_find_device((hbm_obs *)&c->s.obs, id)) {
-        v->selected = id;
-    } else if (len > 0) {
-        /* Not an id as typed: start again from this digit. */
-        v->digits[0] = (char)ch;
-        v->digits[1] = '\0';
-        id = ch - '0';
-        if (c->s.have_obs && hbm_obs_find_device((hbm_obs *)&c->s.obs, id))
-            v->selected = id;
-    }
-}
-
 int watch_tui_run(watch_ctx *c)
 {
     setlocale(LC_ALL, "");
-    view v = {.selected = HBM_UNKNOWN};
-    v.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+    hbm_watch_view v;
+    hbm_watch_view_init(&v);
+    bool utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
     if (hbm_watch_session_sample(&c->s) < 0) {
         cli_errorf("%s", c->s.error);
         return CLI_EXIT_ERROR;
@@ -371,15 +270,15 @@ int watch_tui_run(watch_ctx *c)
     if (has_colors() && cli_color(stdout)) {
         start_color();
         use_default_colors();
-        init_pair(1, COLOR_GREEN, -1);
-        init_pair(2, COLOR_YELLOW, -1);
-        init_pair(3, COLOR_MAGENTA, -1);
-        init_pair(4, COLOR_RED, -1);
+        init_pair(HBM_WATCH_TONE_FREE, COLOR_GREEN, -1);
+        init_pair(HBM_WATCH_TONE_BUSY, COLOR_YELLOW, -1);
+        init_pair(HBM_WATCH_TONE_ODD, COLOR_MAGENTA, -1);
+        init_pair(HBM_WATCH_TONE_BAD, COLOR_RED, -1);
     }
     timeout(100);
     double next = hbm_now_mono() + c->interval;
     bool quit = false;
-    draw(c, &v);
+    draw(c, &v, utf8);
     while (!quit) {
         int ch = getch();
         bool redraw = false;
@@ -390,17 +289,17 @@ int watch_tui_run(watch_ctx *c)
             break;
         case 's':
         case 'S':
-            v.sort = (v.sort + 1) % SORT_N;
+            v.sort = (v.sort + 1) % HBM_WATCH_SORT_N;
             redraw = true;
             break;
         case KEY_UP:
         case 'k':
-            move_selection(c, &v, -1);
+            hbm_watch_view_move(&v, &c->s, -1);
             redraw = true;
             break;
         case KEY_DOWN:
         case 'j':
-            move_selection(c, &v, 1);
+            hbm_watch_view_move(&v, &c->s, 1);
             redraw = true;
             break;
         case '\n':
@@ -414,7 +313,7 @@ int watch_tui_run(watch_ctx *c)
             break;
         default:
             if (ch >= '0' && ch <= '9') {
-                pick_digit(c, &v, ch);
+                hbm_watch_view_digit(&v, &c->s, (char)ch, hbm_now_mono());
                 redraw = true;
             }
             break;
@@ -431,7 +330,7 @@ int watch_tui_run(watch_ctx *c)
                 quit = true;
         }
         if (redraw)
-            draw(c, &v);
+            draw(c, &v, utf8);
     }
     endwin();
     delscreen(scr);

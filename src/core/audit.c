@@ -110,3 +110,22 @@ int hbm_audit_append(const char *path, json_t *record, hbm_err *err)
         rc = hbm_err_set(err, "cannot write audit log %s: %s", path, strerror(errno));
     return rc;
 }
+
+char *hbm_audit_command(int argc, char *const *argv)
+{
+    /* NUL-separated words, the form the command-line redaction reads from /proc */
+    size_t len = sizeof "hbmctl";
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    char *buf = hbm_xmalloc(len), *p = buf;
+    memcpy(p, "hbmctl", sizeof "hbmctl");
+    p += sizeof "hbmctl";
+    for (int i = 0; i < argc; i++) {
+        size_t n = strlen(argv[i]) + 1;
+        memcpy(p, argv[i], n);
+        p += n;
+    }
+    char *out = hbm_redact_words(buf, len - 1, '\0', 0);
+    free(buf);
+    return out;
+}

@@ -103,6 +103,15 @@ hbm_device *hbm_obs_find_device(hbm_obs *obs, int64_t user_id)
     return NULL;
 }
 
+const hbm_dproc *hbm_obs_find_proc(const hbm_obs *obs, int pid)
+{
+    for (size_t i = 0; i < obs->ndevs; i++)
+        for (size_t j = 0; j < obs->devs[i].nprocs; j++)
+            if (obs->devs[i].procs[j].pid == pid)
+                return &obs->devs[i].procs[j];
+    return NULL;
+}
+
 const char *hbm_vendor_name(hbm_vendor v)
 {
     switch (v) {
@@ -127,6 +136,14 @@ const char *hbm_verdict_name(hbm_verdict v)
     case HBM_VERDICT_UNHEALTHY: return "UNHEALTHY";
     default: return "UNKNOWN";
     }
+}
+
+hbm_verdict hbm_verdict_parse(const char *name)
+{
+    for (hbm_verdict v = HBM_VERDICT_FREE; v <= HBM_VERDICT_UNHEALTHY; v++)
+        if (!strcmp(hbm_verdict_name(v), name))
+            return v;
+    return HBM_VERDICT_NONE;
 }
 
 static const struct {

@@ -335,3 +335,19 @@ int hbm_hook_apply(hbm_hook_plan *plan, const hbm_hook_container *c, const hbm_c
     co.nnamed = 0;
     return hbm_clean_apply(&plan->clean, &co, err);
 }
+
+const hbm_clean_step *hbm_hook_step_of(const hbm_hook_plan *plan, int pid)
+{
+    for (size_t k = 0; k < plan->clean.n; k++)
+        if (plan->clean.steps[k].action.pid == pid)
+            return &plan->clean.steps[k];
+    return NULL;
+}
+
+void hbm_hook_audit_error(const hbm_clean_opts *o, const char *container, const char *detail)
+{
+    json_t *r = json_pack("{s:s, s:s, s:s, s:s}", "event", "hook-error", "command", o->command,
+                          "container", container, "detail", detail);
+    hbm_audit_append(hbm_audit_path(o->audit_path), r, NULL);
+    json_decref(r);
+}

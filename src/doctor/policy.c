@@ -185,6 +185,8 @@ static int ages(const hbm_obs *obs, hbm_clean_plan *plan, const char *path, doub
 int hbm_clean_policy(const hbm_obs *obs, hbm_clean_plan *plan, const hbm_clean_opts *o,
                      double now, hbm_err *err)
 {
+    if (o->min_age_s < 0 && o->max_actions <= 0)
+        return 0; /* no limit asked: no ages needed, no state file touched */
     const char *path = o->state_path && *o->state_path ? o->state_path : HBM_CLEAN_STATE_DEFAULT;
     int rc = ages(obs, plan, path, now, err);
     for (size_t i = 0; i < plan->n; i++) {
@@ -252,4 +254,44 @@ json_t *hbm_clean_steps_json(const hbm_clean_plan *p)
         json_array_append_new(a, o);
     }
     return a;
+}
+
+void hbm_clean_opts_policy(hbm_clean_opts *o)
+{
+    if (!o->only)
+        o->only = HBM_CLEAN_POLICY_ONLY;
+    if (o->min_age_s < 0)
+        o->min_age_s = HBM_CLEAN_POLICY_MIN_AGE;
+    if (o->max_actions < 0)
+        o->max_actions = HBM_CLEAN_POLICY_MAX_ACTIONS;
+}
+
+hbm_clean_counts hbm_clean_plan_counts(const hbm_clean_plan *p)
+{
+    hbm_clean_counts c = {0};
+    for (size_t i = 0; i < p->n; i++) {
+        const hbm_clean_step *s = &p->steps[i];
+        c.allowed += s->allowed;
+        c.waiting += s->waiting;
+        c.deferred += s->deferred;
+    }
+    c.kept = p->n - c.allowed - c.waiting - c.deferred;
+    return c;
+}
+
+json_t *hbm_clean_json(const hbm_obs *obs, const hbm_clean_plan *plan, bool dry_run,
+                       json_t *released, const char *audit)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "dry_run", json_boolean(dry_run));
+    /* backend "none" says the device checks were skipped */
+    json_object_set_new(j, "backend", json_string(obs->backend));
+    json_object_set_new(j, "backend_why",
+                        obs->backend_why[0] ? json_string(obs->backend_why) : json_null());
+    json_object_set_new(j, "steps", hbm_clean_steps_json(plan));
+    if (audit) {
+        json_object_set_new(j, "released", released ? released : json_null());
+        json_object_set_new(j, "audit_log", json_string(audit));
+    }
+    return j;
 }

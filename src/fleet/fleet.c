@@ -630,3 +630,16 @@ int hbm_fleet_fetch(const hbm_fleet_opts *o, hbm_fleet *out, hbm_err *err)
     hbm_fleet_finish(out);
     return 0;
 }
+
+const char *hbm_fleet_node_name(const hbm_fleet_node *n)
+{
+    return n->hostname[0] && !n->hostname_shared ? n->hostname : n->instance;
+}
+
+size_t hbm_fleet_stale(const hbm_fleet *f)
+{
+    size_t stale = 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        stale += f->nodes[i].stale;
+    return stale;
+}

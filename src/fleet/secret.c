@@ -93,3 +93,18 @@ void hbm_fleet_redact_url(const char *url, char *buf, size_t n)
     if (url[keep] && strlen(buf) + 4 < n)
         strcat(buf, "?***");
 }
+
+void hbm_fleet_secret_free(char *secret)
+{
+    if (secret)
+        explicit_bzero(secret, strlen(secret));
+    free(secret);
+}
+
+bool hbm_fleet_user_ok(const char *user)
+{
+    for (const char *c = user; *c; c++)
+        if (*c == ':' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            return false;
+    return true;
+}

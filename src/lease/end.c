@@ -71,3 +71,23 @@ int hbm_lease_end(const char *lease_dir, const char *name, double timeout_s, siz
         return -1;
     return matched ? 0 : 1;
 }
+
+int hbm_lease_claim_check(const char *dir, const char *name, hbm_lease_info *bad,
+                          hbm_err *err)
+{
+    hbm_lease_info *ls;
+    size_t n;
+    if (hbm_lease_list(dir, &ls, &n, err) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!ls[i].held || strcmp(ls[i].name, name) != 0 || ls[i].pid <= 1)
+            continue;
+        if (!hbm_lease_pid_holds(&ls[i])) {
+            *bad = ls[i];
+            rc = 1;
+        }
+    }
+    free(ls);
+    return rc;
+}

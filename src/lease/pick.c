@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "hbm/lease.h"
 #include "hbm/util.h"
 #include "lease/lease_int.h"
@@ -483,4 +485,32 @@ void hbm_pick_result_free(hbm_pick_result *res)
     free(res->lease_fds);
     free(res->refused);
     memset(res, 0, sizeof *res);
+}
+
+json_t *hbm_pick_result_json(const hbm_pick_result *r, const char *lease, int holder,
+                             int hold_pid, const char *dir)
+{
+    json_t *j = json_object();
+    json_t *devs = json_array();
+    for (size_t i = 0; i < r->n; i++)
+        json_array_append_new(devs, json_integer(r->devices[i]));
+    json_object_set_new(j, "devices", devs);
+    json_t *env = json_object();
+    if (r->n)
+        json_object_set_new(env, r->env_name, json_string(r->env_value));
+    json_object_set_new(j, "env", env);
+    json_t *ref = json_array();
+    for (size_t i = 0; i < r->nrefused; i++)
+        json_array_append_new(ref, json_pack("{s:o, s:s}", "device",
+                                             r->refused[i].device < 0
+                                                 ? json_null()
+                                                 : json_integer(r->refused[i].device),
+                                             "why", r->refused[i].why));
+    json_object_set_new(j, "refused", ref);
+    json_object_set_new(j, "placement", r->n ? json_string(r->placement) : json_null());
+    if (lease && r->n)
+        json_object_set_new(j, "lease", json_pack("{s:s, s:i, s:i, s:s}", "name", lease,
+                                                  "holder_pid", holder, "hold_pid", hold_pid,
+                                                  "dir", dir));
+    return j;
 }

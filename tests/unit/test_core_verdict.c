@@ -426,6 +426,18 @@ static void test_missing_facts(void **state)
     hbm_obs_free(&obs);
 }
 
+/* A verdict's name read back: each of the five, nothing else (the names are case-sensitive,
+ * as they stand in metrics labels and JSON). */
+static void test_parse(void **state)
+{
+    (void)state;
+    for (hbm_verdict v = HBM_VERDICT_FREE; v <= HBM_VERDICT_UNHEALTHY; v++)
+        assert_int_equal(hbm_verdict_parse(hbm_verdict_name(v)), v);
+    assert_int_equal(hbm_verdict_parse("busy"), HBM_VERDICT_NONE);
+    assert_int_equal(hbm_verdict_parse("UNKNOWN"), HBM_VERDICT_NONE);
+    assert_int_equal(hbm_verdict_parse(""), HBM_VERDICT_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,7 +446,7 @@ int main(void)
         cmocka_unit_test(test_dead_or_unseen),  cmocka_unit_test(test_orphan_states),
         cmocka_unit_test(test_engine_left_in_container),
         cmocka_unit_test(test_context_entry),   cmocka_unit_test(test_utilisation),
-        cmocka_unit_test(test_missing_facts),
+        cmocka_unit_test(test_missing_facts),     cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* The poststop hook's readers: the OCI state from a pipe (required fields, a pid or none,
- * the deadline) and the bundle's accelerator devices. */
+ * the deadline) and the bundle's accelerator devices; the plan's step for a target; a failure
+ * of the hook's own in the audit log. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -82,11 +83,45 @@ static void test_devices(void **unused)
     th_rmtree(dir);
 }
 
+static void test_step_of(void **unused)
+{
+    (void)unused;
+    hbm_clean_step steps[2] = {{.action = {.pid = 41}}, {.action = {.pid = 42}}};
+    hbm_hook_plan plan = {.clean = {.steps = steps, .n = 2, .cap = 2}};
+    assert_ptr_equal(hbm_hook_step_of(&plan, 42), &steps[1]);
+    assert_ptr_equal(hbm_hook_step_of(&plan, 41), &steps[0]);
+    assert_null(hbm_hook_step_of(&plan, 43));
+}
+
+static void test_audit_error(void **unused)
+{
+    (void)unused;
+    char dir[64], log[128];
+    assert_int_equal(th_mkdtemp(dir, sizeof dir, "hook-audit"), 0);
+    th_path(log, sizeof log, dir, "audit/audit.jsonl");
+    hbm_clean_opts o = {.audit_path = log, .command = "hbmctl hook poststop"};
+    hbm_hook_audit_error(&o, "abc", "bundle unreadable");
+    json_error_t je;
+    json_t *r = json_load_file(log, 0, &je);
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "event")), "hook-error");
+    assert_string_equal(json_string_value(json_object_get(r, "command")), "hbmctl hook poststop");
+    assert_string_equal(json_string_value(json_object_get(r, "container")), "abc");
+    assert_string_equal(json_string_value(json_object_get(r, "detail")), "bundle unreadable");
+    json_decref(r);
+    /* an audit log that cannot be written: nothing fails */
+    o.audit_path = "/proc/hbmctl-no-such-dir/audit.jsonl";
+    hbm_hook_audit_error(&o, "abc", "bundle unreadable");
+    th_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_step_of),
+        cmocka_unit_test(test_audit_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

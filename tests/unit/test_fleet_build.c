@@ -72,6 +72,7 @@ static void test_pods_and_order(void **state)
     assert_int_equal(pb->pid, 9);
     assert_string_equal(pb->pod, ""); /* the exporter's own pod is not the holder's */
     assert_true(hbm_fleet_dirty(&f));
+    assert_int_equal(hbm_fleet_stale(&f), 1);
     hbm_fleet_free(&f);
     for (int q = 0; q < HBM_FQ_COUNT; q++)
         hbm_fleet_prom_vec_free(&ans[q]);
@@ -101,11 +102,26 @@ static void test_refused(void **state)
     }
 }
 
+/* A node is named by its hostname unless that is unknown or another node's too. */
+static void test_node_name(void **state)
+{
+    (void)state;
+    hbm_fleet_node n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.instance, sizeof n.instance, "10.0.0.7:9400");
+    assert_string_equal(hbm_fleet_node_name(&n), "10.0.0.7:9400");
+    snprintf(n.hostname, sizeof n.hostname, "gpu-7");
+    assert_string_equal(hbm_fleet_node_name(&n), "gpu-7");
+    n.hostname_shared = true;
+    assert_string_equal(hbm_fleet_node_name(&n), "10.0.0.7:9400");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pods_and_order),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_node_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

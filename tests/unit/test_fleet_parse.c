@@ -180,6 +180,21 @@ static void test_secret(void **state)
     rmdir(dir);
 }
 
+/* RFC 7617 section 2: a user-id holds no ':' and no control character; a secret is wiped
+ * before it is freed. */
+static void test_user_and_wipe(void **state)
+{
+    (void)state;
+    assert_true(hbm_fleet_user_ok("grafana.reader"));
+    assert_true(hbm_fleet_user_ok(""));
+    assert_false(hbm_fleet_user_ok("a:b"));
+    assert_false(hbm_fleet_user_ok("a\r\nX-Forged: 1"));
+    assert_false(hbm_fleet_user_ok("del\x7f"));
+    char *s = strdup("tok-1");
+    hbm_fleet_secret_free(s);
+    hbm_fleet_secret_free(NULL);
+}
+
 static void test_redact(void **state)
 {
     (void)state;
@@ -207,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_cut_utf8),
         cmocka_unit_test(test_secret),
         cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_user_and_wipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

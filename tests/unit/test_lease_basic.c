@@ -440,6 +440,109 @@ static void test_map_samples(void **state)
     hbm_obs_free(&obs);
 }
 
+/* pick --json: the chosen devices and their variable, every refusal with its device (null
+ * when it has no id), the placement; the lease only when one was taken. */
+static void test_pick_json(void **state)
+{
+    (void)state;
+    hbm_obs obs;
+    make_obs(&obs);
+    obs.devs[1].verdict = HBM_VERDICT_BUSY;
+    hbm_pick_result r;
+    hbm_err err = {{0}};
+    hbm_pick_opts o = {.n = 2, .min_free_bytes = HBM_UNKNOWN};
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 0);
+    r.refused[0].device = HBM_UNKNOWN;
+    json_t *j = hbm_pick_result_json(&r, "web", 4000, 3999, "/run/hbmctl");
+    json_t *devs = json_object_get(j, "devices");
+    assert_int_equal(json_array_size(devs), 2);
+    assert_int_equal(json_integer_value(json_array_get(devs, 0)), r.devices[0]);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "env"),
+                                                          "ASCEND_RT_VISIBLE_DEVICES")),
+                        r.env_value);
+    json_t *ref = json_object_get(j, "refused");
+    assert_int_equal(json_array_size(ref), r.nrefused);
+    assert_true(json_is_null(json_object_get(json_array_get(ref, 0), "device")));
+    assert_string_equal(json_string_value(json_object_get(j, "placement")), r.placement);
+    json_t *lease = json_object_get(j, "lease");
+    assert_string_equal(json_string_value(json_object_get(lease, "name")), "web");
+    assert_int_equal(json_integer_value(json_object_get(lease, "holder_pid")), 4000);
+    assert_int_equal(json_integer_value(json_object_get(lease, "hold_pid")), 3999);
+    assert_string_equal(json_string_value(json_object_get(lease, "dir")), "/run/hbmctl");
+    json_decref(j);
+    j = hbm_pick_result_json(&r, NULL, 0, 0, "/run/hbmctl");
+    assert_null(json_object_get(j, "lease"));
+    json_decref(j);
+    hbm_pick_result_free(&r);
+    o.n = 8; /* too many: nothing chosen, no variable, no placement, no lease */
+    assert_int_equal(hbm_pick(&obs, &o, &r, &err), 1);
+    j = hbm_pick_result_json(&r, "web", 0, 3999, "/run/hbmctl");
+    assert_int_equal(json_array_size(json_object_get(j, "devices")), 0);
+    assert_int_equal(json_object_size(json_object_get(j, "env")), 0);
+    assert_true(json_is_null(json_object_get(j, "placement")));
+    assert_null(json_object_get(j, "lease"));
+    json_decref(j);
+    hbm_pick_result_free(&r);
+    hbm_obs_free(&obs);
+}
+
+/* leases --json: held leases, or every one with all; what a free lease file cannot say is
+ * null. */
+static void test_list_json(void **state)
+{
+    (void)state;
+    hbm_lease_info ls[2] = {
+        {.device = 3, .name = "web", .pid = 4000, .hold_pid = 3999, .since = 1.7e9,
+         .held = true},
+        {.device = 5, .name = "old", .pid = 4100, .hold_pid = 4099, .since = 1.6e9},
+    };
+    json_t *j = hbm_lease_list_json("/run/hbmctl", ls, 2, false);
+    assert_string_equal(json_string_value(json_object_get(j, "dir")), "/run/hbmctl");
+    json_t *a = json_object_get(j, "leases");
+    assert_int_equal(json_array_size(a), 1);
+    json_t *l = json_array_get(a, 0);
+    assert_int_equal(json_integer_value(json_object_get(l, "device")), 3);
+    assert_string_equal(json_string_value(json_object_get(l, "name")), "web");
+    assert_int_equal(json_integer_value(json_object_get(l, "pid")), 4000);
+    assert_int_equal(json_integer_value(json_object_get(l, "hold_pid")), 3999);
+    assert_true(json_real_value(json_object_get(l, "since")) == 1.7e9);
+    assert_true(json_is_true(json_object_get(l, "held")));
+    json_decref(j);
+    j = hbm_lease_list_json("/run/hbmctl", ls, 2, true);
+    a = json_object_get(j, "leases");
+    assert_int_equal(json_array_size(a), 2);
+    l = json_array_get(a, 1);
+    assert_true(json_is_null(json_object_get(l, "pid")));
+    assert_true(json_is_null(json_object_get(l, "hold_pid")));
+    assert_true(json_is_null(json_object_get(l, "since")));
+    assert_true(json_is_false(json_object_get(l, "held")));
+    json_decref(j);
+}
+
+/* A lease file is a claim anyone can write: its holder is believed only when that process
+ * has the file open. This process holds "web"; the file then names our parent, which does
+ * not have it open. */
+static void test_claim_check(void **state)
+{
+    (void)state;
+    int fd;
+    hbm_lease_info h, bad;
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_lease_acquire(dir, "web", 3, &fd, &h, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "other", &bad, &err), 0);
+    assert_int_equal(hbm_lease_set_holder(fd, "web", 3, getppid(), 0, &err), 0);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 1);
+    assert_int_equal(bad.pid, getppid());
+    assert_int_equal(bad.device, 3);
+    hbm_lease_release(fd);
+    assert_int_equal(hbm_lease_claim_check(dir, "web", &bad, &err), 0); /* no longer held */
+    char file[300];
+    snprintf(file, sizeof file, "%s/file", dir);
+    th_write_text(dir, "file", "x");
+    assert_int_equal(hbm_lease_claim_check(file, "web", &bad, &err), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +551,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sigkill_frees, setup, teardown),
         cmocka_unit_test_setup_teardown(test_holder, setup, teardown),
         cmocka_unit_test(test_pick_domains),
+        cmocka_unit_test(test_pick_json),
+        cmocka_unit_test(test_list_json),
+        cmocka_unit_test_setup_teardown(test_claim_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pick_leases, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_dir, setup, teardown),
         cmocka_unit_test(test_topo_samples),

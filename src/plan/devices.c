@@ -62,6 +62,9 @@ static const hbm_plan_device table[] = {
      "PyTorch OOM text: total capacity of 44.42 GiB (8x L40S)"},
     {"L20", "L20-48G", HBM_PLAN_PLATFORM_CUDA, GIB(44.42), false,
      "estimate: the L40S's 44.42 GiB (48 GB GDDR6, 46068 MiB in nvidia-smi on both)"},
+    {"A40", "A40-48G,A40-PCIE", HBM_PLAN_PLATFORM_CUDA, GIB(44.43), false,
+     "vLLM 0.26.0 log: Free memory on device (44.17/44.43 GiB) (vireshkoli/"
+     "LLM-Inference-Optimization results/logs/vllm-bf16.startup.log)"},
     {"RTX6000Ada", "RTX6000AdaGeneration,6000Ada,RTX6000-Ada", HBM_PLAN_PLATFORM_CUDA,
      GIB(44.43), false, "PyTorch OOM text: total capacity of 44.43 GiB (MTVCrafter#21)"},
     {"L4", "L4-24G", HBM_PLAN_PLATFORM_CUDA, GIB(22.03), false,

@@ -180,6 +180,8 @@ static void test_devices(void **state)
         {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTXPRO6000", 97887},
         {"NVIDIA RTX 6000 Ada Generation", "RTX6000Ada", 46068},
         {"AMD Instinct MI355X", "MI355X", 294896},
+        {"AMD Instinct MI325X", "MI325X", 262128},
+        {"NVIDIA A40", "A40", 46068},
         {"Ascend910B3", "910B3", 65536},
         {"Ascend910_93", "910C", 65536},
     };

@@ -145,6 +145,9 @@ typedef struct hbm_plan_model {
     int64_t params_estimated;      /* parameter count from the architecture */
     bool generic;                  /* a model_type the rules were not checked against:
                                       planned as a generic decoder from its numbers */
+    char **unread_keys;            /* owned: config keys no rule consulted (those that
+                                      size nothing left out), in the config's order */
+    size_t nunread_keys;
     char name_or_path[256];        /* the config's _name_or_path, "" when absent */
     bool model_dir;                /* path is a directory or a file named config.json in
                                       one; weights are looked for only then */

@@ -110,8 +110,8 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
         CLI_HEAD("device"),
         CLI_OPT(CLI_STRING, "device", 0, "NAME", &a->device,
                 "a known device (910B1..910B4-1, 910C, 310P3[-48G], A100-40G/80G,\n"
-                "A800, H100-80G, H800, H200, H20, B200, MI300X, L40S, L20, L4,\n"
-                "RTX6000Ada, 4090, 3090, A10, A10G; --list-devices)"),
+                "A800, H100-80G, H800, H200, H20, B200, MI300X, MI325X, L40S, L20, L4,\n"
+                "A40, RTX6000Ada, 4090, 3090, A10, A10G; --list-devices)"),
         CLI_FORM("--device auto",
                  "the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
                  "ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"

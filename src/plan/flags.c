@@ -53,7 +53,11 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--disable-fastapi-docs", false, I}, {"--enable-prompt-tokens-details", false, I},
     {"--enable-server-load-tracking", false, I}, {"--enable-force-include-usage", false, I},
     {"--enable-tokenizer-info-endpoint", false, I}, {"--enable-ssl-refresh", false, I},
-    {"--headless", false, I},
+    {"--headless", false, I}, {"--default-chat-template-kwargs", true, I},
+    {"--reasoning-parser-plugin", true, I}, {"--enable-log-outputs", false, I},
+    {"--log-error-stack", false, I}, {"--enable-mfu-metrics", false, I},
+    {"--kv-cache-metrics", false, I}, {"--exclude-tools-when-tool-choice-none", false, I},
+    {"--trust-request-chat-template", false, I}, {"--enable-offline-docs", false, I},
     /* model loading, tokenizer, sampling: no device memory at start-up */
     {"--tokenizer", true, I}, {"--tokenizer-mode", true, I}, {"--revision", true, I},
     {"--tokenizer-revision", true, I}, {"--code-revision", true, I},
@@ -108,6 +112,13 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--disable-sliding-window", false, U}, {"--disable-hybrid-kv-cache-manager", false, U},
     {"--kv-sharing-fast-prefill", false, U},
     {"--enable-dbo", false, U}, {"--enable-multimodal-encoder-data-parallel", false, U},
+    /* current releases' knobs: the attention backend (its block size and workspaces), the
+     * hybrid state's cache mode, the compilation presets and their graph sizes, serving only
+     * the language model of a multimodal checkpoint */
+    {"--attention-backend", true, U}, {"--mamba-cache-mode", true, U},
+    {"--optimization-level", true, U}, {"--performance-mode", true, U},
+    {"-cc", true, U}, {"--max-cudagraph-capture-size", true, U},
+    {"--language-model-only", false, U},
     {NULL, false, 0},
 };
 

@@ -31,12 +31,32 @@ void hbm_plan_model_free(hbm_plan_model *m)
 {
     free(m->layer_kinds);
     m->layer_kinds = NULL;
+    for (size_t i = 0; i < m->nunread_keys; i++)
+        free(m->unread_keys[i]);
+    free(m->unread_keys);
+    m->unread_keys = NULL;
+    m->nunread_keys = 0;
 }
 
-/* First integer among keys (NULL-terminated), looked up in a then b. */
-static int64_t get_int(json_t *a, json_t *b, const char *const *keys, int64_t dflt)
+/* A config being read: the language model's object (nested in multimodal wrappers), the
+ * whole file, and the names looked up so far, so that the keys never consulted can be listed
+ * (a config of an unchecked family may size tensors through them). */
+typedef struct config_view {
+    json_t *text, *root;
+    json_t *consulted; /* an object used as a set of key names */
+} config_view;
+
+static void consult(const config_view *c, const char *key)
 {
-    json_t *objs[2] = {a, b};
+    json_object_set_new(c->consulted, key, json_true());
+}
+
+/* First integer among keys (NULL-terminated), looked up in the text config, then the file. */
+static int64_t get_int(const config_view *c, const char *const *keys, int64_t dflt)
+{
+    for (const char *const *k = keys; *k; k++)
+        consult(c, *k);
+    json_t *objs[2] = {c->text, c->root};
     for (int o = 0; o < 2; o++) {
         if (!json_is_object(objs[o]))
             continue;
@@ -54,18 +74,26 @@ static int64_t get_int(json_t *a, json_t *b, const char *const *keys, int64_t df
 
 #define KEYS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-static json_t *get_any(json_t *a, json_t *b, const char *key)
+static json_t *get_any(const config_view *c, const char *key)
 {
-    json_t *v = json_is_object(a) ? json_object_get(a, key) : NULL;
-    if (!v && json_is_object(b))
-        v = json_object_get(b, key);
+    consult(c, key);
+    json_t *v = json_is_object(c->text) ? json_object_get(c->text, key) : NULL;
+    if (!v && json_is_object(c->root))
+        v = json_object_get(c->root, key);
     return v;
 }
 
-static const char *get_str(json_t *a, json_t *b, const char *key)
+static const char *get_str(const config_view *c, const char *key)
 {
-    json_t *v = get_any(a, b, key);
+    json_t *v = get_any(c, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* The file's own key (not the text config's), as vLLM reads it from the top level. */
+static json_t *get_top(const config_view *c, const char *key)
+{
+    consult(c, key);
+    return json_object_get(c->root, key);
 }
 
 int plan_dtype_bytes(const char *name)
@@ -100,11 +128,11 @@ static bool positive(int64_t v)
 
 /* Layer kinds as vLLM groups them (docs/planner.md): layer_types when the config lists them, else
  * the patterns older configs encode. */
-static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
+static void read_layer_kinds(const config_view *c, hbm_plan_model *m)
 {
     int64_t n = m->num_layers;
     m->layer_kinds = hbm_xcalloc((size_t)n, sizeof *m->layer_kinds);
-    json_t *types = get_any(t, root, "layer_types");
+    json_t *types = get_any(c, "layer_types");
     bool any_sliding = false;
     if (json_is_array(types) && (int64_t)json_array_size(types) >= n) {
         for (int64_t i = 0; i < n; i++) {
@@ -117,10 +145,10 @@ static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
                 m->layer_kinds[i] = HBM_PLAN_LAYER_LINEAR;
         }
     } else {
-        int64_t interval = get_int(t, root, KEYS("full_attention_interval"), 0);
-        int64_t pattern = get_int(t, root, KEYS("sliding_window_pattern"), 0);
-        json_t *use_sw = get_any(t, root, "use_sliding_window");
-        int64_t max_window_layers = get_int(t, root, KEYS("max_window_layers"), HBM_UNKNOWN);
+        int64_t interval = get_int(c, KEYS("full_attention_interval"), 0);
+        int64_t pattern = get_int(c, KEYS("sliding_window_pattern"), 0);
+        json_t *use_sw = get_any(c, "use_sliding_window");
+        int64_t max_window_layers = get_int(c, KEYS("max_window_layers"), HBM_UNKNOWN);
         bool sw = positive(m->sliding_window);
         for (int64_t i = 0; i < n; i++) {
             if (interval > 0) {
@@ -144,7 +172,7 @@ static void read_layer_kinds(json_t *t, json_t *root, hbm_plan_model *m)
         }
     }
     /* Gemma 3n/4: the last layers reuse earlier layers' KV and keep none of their own */
-    int64_t shared = get_int(t, root, KEYS("num_kv_shared_layers"), 0);
+    int64_t shared = get_int(c, KEYS("num_kv_shared_layers"), 0);
     if (shared > 0 && shared < n)
         for (int64_t i = n - shared; i < n; i++)
             m->layer_kinds[i] = HBM_PLAN_LAYER_SHARED;
@@ -290,18 +318,18 @@ static void estimate_weights(hbm_plan_model *m)
 }
 
 /* The object holding the language model: multimodal wrappers keep it in a nested config. */
-static json_t *text_config(json_t *root)
+static json_t *text_config(const config_view *c)
 {
     static const char *const nested[] = {"text_config", "llm_config", "language_config",
                                          "thinker_config"};
     for (size_t i = 0; i < sizeof nested / sizeof nested[0]; i++) {
-        json_t *c = json_object_get(root, nested[i]);
-        if (json_is_object(c) && json_object_get(c, "text_config"))
-            c = json_object_get(c, "text_config");
-        if (json_is_object(c))
-            return c;
+        json_t *n = get_top(c, nested[i]);
+        if (json_is_object(n) && json_object_get(n, "text_config"))
+            n = json_object_get(n, "text_config");
+        if (json_is_object(n))
+            return n;
     }
-    return root;
+    return c->root;
 }
 
 /* The model families whose config layouts the rules were checked against (fixtures and
@@ -323,35 +351,35 @@ static bool known_family(const char *model_type)
 }
 
 /* Names and the transformer's dimensions; fails when vLLM could not size it. */
-static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *m,
+static int read_dims(const config_view *c, const char *name, hbm_plan_model *m,
                      hbm_err *err)
 {
-    json_t *arch = json_object_get(root, "architectures");
+    json_t *arch = get_top(c, "architectures");
     if (json_is_array(arch) && json_is_string(json_array_get(arch, 0)))
         snprintf(m->architecture, sizeof m->architecture, "%s",
                  json_string_value(json_array_get(arch, 0)));
-    const char *mt = get_str(t, root, "model_type");
+    const char *mt = get_str(c, "model_type");
     snprintf(m->model_type, sizeof m->model_type, "%s", mt ? mt : "");
     m->generic = !known_family(m->model_type);
-    json_t *nop = json_object_get(root, "_name_or_path");
+    json_t *nop = get_top(c, "_name_or_path");
     if (json_is_string(nop) && strlen(json_string_value(nop)) < sizeof m->name_or_path)
         snprintf(m->name_or_path, sizeof m->name_or_path, "%s", json_string_value(nop));
 
-    m->hidden_size = get_int(t, root, KEYS("hidden_size", "d_model", "n_embd", "dim"), -1);
-    m->num_layers = get_int(t, root, KEYS("num_hidden_layers", "n_layer", "num_layers",
+    m->hidden_size = get_int(c, KEYS("hidden_size", "d_model", "n_embd", "dim"), -1);
+    m->num_layers = get_int(c, KEYS("num_hidden_layers", "n_layer", "num_layers",
                                           "n_layers"), -1);
-    m->num_heads = get_int(t, root, KEYS("num_attention_heads", "n_head", "n_heads"), -1);
+    m->num_heads = get_int(c, KEYS("num_attention_heads", "n_head", "n_heads"), -1);
     m->intermediate_size =
-        get_int(t, root, KEYS("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner"), 0);
-    m->num_kv_heads = get_int(t, root,
+        get_int(c, KEYS("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner"), 0);
+    m->num_kv_heads = get_int(c,
                               KEYS("n_head_kv", "num_kv_heads", "num_key_value_heads",
                                    "multi_query_group_num", "num_attention_groups"),
                               m->num_heads);
-    m->vocab_size = get_int(t, root, KEYS("vocab_size", "padded_vocab_size"), -1);
+    m->vocab_size = get_int(c, KEYS("vocab_size", "padded_vocab_size"), -1);
     m->max_position_embeddings =
-        get_int(t, root, KEYS("max_position_embeddings", "n_positions", "max_sequence_length",
+        get_int(c, KEYS("max_position_embeddings", "n_positions", "max_sequence_length",
                               "seq_length", "max_seq_len"), HBM_UNKNOWN);
-    json_t *tie = get_any(t, root, "tie_word_embeddings");
+    json_t *tie = get_any(c, "tie_word_embeddings");
     m->tie_word_embeddings = json_is_true(tie);
 
     if (m->hidden_size <= 0 || m->num_layers <= 0 || m->num_heads <= 0)
@@ -366,9 +394,9 @@ static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *
                                 "%lld, heads %lld, kv heads %lld)",
                            name, (long long)m->num_layers, (long long)m->hidden_size,
                            (long long)m->num_heads, (long long)m->num_kv_heads);
-    const char *dt = get_str(t, root, "torch_dtype");
+    const char *dt = get_str(c, "torch_dtype");
     if (!dt)
-        dt = get_str(t, root, "dtype");
+        dt = get_str(c, "dtype");
     if (dt && plan_dtype_bytes(dt) >= 2) {
         m->dtype_bytes = plan_dtype_bytes(dt);
         snprintf(m->dtype, sizeof m->dtype, "%s", dt);
@@ -377,19 +405,19 @@ static int read_dims(json_t *t, json_t *root, const char *name, hbm_plan_model *
 }
 
 /* Mixture of experts; numbers out of range read as a dense model. */
-static void read_moe(json_t *t, json_t *root, hbm_plan_model *m)
+static void read_moe(const config_view *c, hbm_plan_model *m)
 {
-    m->num_experts = get_int(t, root, KEYS("num_experts", "n_routed_experts",
+    m->num_experts = get_int(c, KEYS("num_experts", "n_routed_experts",
                                            "num_local_experts", "moe_num_experts"), 0);
-    m->experts_per_token = get_int(t, root, KEYS("num_experts_per_tok", "moe_topk",
+    m->experts_per_token = get_int(c, KEYS("num_experts_per_tok", "moe_topk",
                                                  "num_experts_per_token", "top_k_experts"), 0);
     m->moe_intermediate_size =
-        get_int(t, root, KEYS("moe_intermediate_size", "expert_intermediate_size"),
+        get_int(c, KEYS("moe_intermediate_size", "expert_intermediate_size"),
                 m->intermediate_size);
     m->shared_expert_intermediate_size =
-        get_int(t, root, KEYS("shared_expert_intermediate_size"), 0);
-    m->num_shared_experts = get_int(t, root, KEYS("n_shared_experts", "num_shared_experts"), 0);
-    m->first_dense_layers = get_int(t, root, KEYS("first_k_dense_replace"), 0);
+        get_int(c, KEYS("shared_expert_intermediate_size"), 0);
+    m->num_shared_experts = get_int(c, KEYS("n_shared_experts", "num_shared_experts"), 0);
+    m->first_dense_layers = get_int(c, KEYS("first_k_dense_replace"), 0);
     if (m->num_experts < 0 || m->num_experts > 100000 || m->experts_per_token < 0 ||
         m->experts_per_token > m->num_experts || m->moe_intermediate_size < 0 ||
         m->moe_intermediate_size > 100000000 || m->shared_expert_intermediate_size < 0 ||
@@ -400,14 +428,14 @@ static void read_moe(json_t *t, json_t *root, hbm_plan_model *m)
 
 /* The size of one token's KV per layer and head. MLA: one latent of kv_lora_rank + rope dim
  * per token and layer, not split by TP. */
-static int read_head_dim(json_t *t, json_t *root, const char *name,
+static int read_head_dim(const config_view *c, const char *name,
                          hbm_plan_model *m, hbm_err *err)
 {
-    m->kv_lora_rank = get_int(t, root, KEYS("kv_lora_rank"), 0);
-    m->qk_rope_head_dim = get_int(t, root, KEYS("qk_rope_head_dim"), 0);
-    m->qk_nope_head_dim = get_int(t, root, KEYS("qk_nope_head_dim"), 0);
-    m->q_lora_rank = get_int(t, root, KEYS("q_lora_rank"), 0);
-    m->v_head_dim = get_int(t, root, KEYS("v_head_dim"), 0);
+    m->kv_lora_rank = get_int(c, KEYS("kv_lora_rank"), 0);
+    m->qk_rope_head_dim = get_int(c, KEYS("qk_rope_head_dim"), 0);
+    m->qk_nope_head_dim = get_int(c, KEYS("qk_nope_head_dim"), 0);
+    m->q_lora_rank = get_int(c, KEYS("q_lora_rank"), 0);
+    m->v_head_dim = get_int(c, KEYS("v_head_dim"), 0);
     if (m->kv_lora_rank > 0 && m->kv_lora_rank < 1000000 && m->qk_rope_head_dim >= 0 &&
         m->qk_rope_head_dim < 100000 && m->qk_nope_head_dim >= 0 &&
         m->qk_nope_head_dim < 100000 && m->q_lora_rank >= 0 && m->q_lora_rank < 1000000 &&
@@ -419,7 +447,7 @@ static int read_head_dim(json_t *t, json_t *root, const char *name,
     }
     m->kv_lora_rank = m->qk_rope_head_dim = m->qk_nope_head_dim = m->q_lora_rank = 0;
     m->v_head_dim = 0;
-    m->head_dim = get_int(t, root, KEYS("head_dim", "hidden_size_per_head"), -1);
+    m->head_dim = get_int(c, KEYS("head_dim", "hidden_size_per_head"), -1);
     if (m->head_dim <= 0 || m->head_dim > 100000)
         m->head_dim = m->hidden_size / m->num_heads;
     if (m->head_dim <= 0)
@@ -429,13 +457,13 @@ static int read_head_dim(json_t *t, json_t *root, const char *name,
 }
 
 /* Linear attention (Gated DeltaNet and relatives), sliding windows and quantisation. */
-static void read_attention_kinds(json_t *t, json_t *root, hbm_plan_model *m)
+static void read_attention_kinds(const config_view *c, hbm_plan_model *m)
 {
-    m->linear_num_k_heads = get_int(t, root, KEYS("linear_num_key_heads"), 0);
-    m->linear_num_v_heads = get_int(t, root, KEYS("linear_num_value_heads"), 0);
-    m->linear_k_head_dim = get_int(t, root, KEYS("linear_key_head_dim"), 0);
-    m->linear_v_head_dim = get_int(t, root, KEYS("linear_value_head_dim"), 0);
-    m->linear_conv_kernel = get_int(t, root, KEYS("linear_conv_kernel_dim"), 4);
+    m->linear_num_k_heads = get_int(c, KEYS("linear_num_key_heads"), 0);
+    m->linear_num_v_heads = get_int(c, KEYS("linear_num_value_heads"), 0);
+    m->linear_k_head_dim = get_int(c, KEYS("linear_key_head_dim"), 0);
+    m->linear_v_head_dim = get_int(c, KEYS("linear_value_head_dim"), 0);
+    m->linear_conv_kernel = get_int(c, KEYS("linear_conv_kernel_dim"), 4);
     if (m->linear_num_k_heads < 0 || m->linear_num_k_heads > 10000 ||
         m->linear_num_v_heads < 0 || m->linear_num_v_heads > 10000 ||
         m->linear_k_head_dim < 0 || m->linear_k_head_dim > 10000 ||
@@ -443,13 +471,13 @@ static void read_attention_kinds(json_t *t, json_t *root, hbm_plan_model *m)
         m->linear_conv_kernel < 1 || m->linear_conv_kernel > 1000)
         m->linear_num_k_heads = m->linear_num_v_heads = 0;
 
-    m->sliding_window = get_int(t, root, KEYS("sliding_window", "attention_window"), HBM_UNKNOWN);
+    m->sliding_window = get_int(c, KEYS("sliding_window", "attention_window"), HBM_UNKNOWN);
     if (m->sliding_window <= 0)
         m->sliding_window = HBM_UNKNOWN;
 
-    json_t *qc = json_object_get(root, "quantization_config");
+    json_t *qc = get_top(c, "quantization_config");
     if (!qc)
-        qc = json_object_get(t, "quantization_config");
+        qc = json_object_get(c->text, "quantization_config");
     const char *qm = json_is_object(qc) ? json_string_value(json_object_get(qc, "quant_method"))
                                         : NULL;
     snprintf(m->quant_method, sizeof m->quant_method, "%s", qm ? qm : "");
@@ -461,6 +489,53 @@ static void read_attention_kinds(json_t *t, json_t *root, hbm_plan_model *m)
         json_array_foreach(l, i, v)
             if (json_is_string(v))
                 m->quant_skip |= plan_quant_skip_of(json_string_value(v));
+    }
+}
+
+/* Keys that size no tensor and no cache: token ids, the numerics of norms, activations and
+ * rotary angles, dropout, and provenance. Every other key the rules never consulted is
+ * listed, since an unchecked family may size something through it. */
+static bool sizes_nothing(const char *key)
+{
+    static const char *const exact[] = {"transformers_version", "initializer_range",
+                                        "hidden_act", "hidden_activation", "use_cache",
+                                        "rope_theta", "bos_token_id", "eos_token_id",
+                                        "pad_token_id"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (!strcmp(key, exact[i]))
+            return true;
+    static const char *const suffixes[] = {"_token_id", "_token_ids", "_eps", "_epsilon"};
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (kl >= sl && !strcmp(key + kl - sl, suffixes[i]))
+            return true;
+    }
+    return strstr(key, "dropout") != NULL;
+}
+
+static bool listed(const hbm_plan_model *m, const char *key)
+{
+    for (size_t i = 0; i < m->nunread_keys; i++)
+        if (!strcmp(m->unread_keys[i], key))
+            return true;
+    return false;
+}
+
+/* The keys of the text config, then of the file, that no rule consulted. */
+static void list_unread(const config_view *c, hbm_plan_model *m)
+{
+    json_t *objs[2] = {c->text, c->root};
+    for (int o = 0; o < (c->text == c->root ? 1 : 2); o++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(objs[o], key, v) {
+            if (json_object_get(c->consulted, key) || sizes_nothing(key) || listed(m, key))
+                continue;
+            m->unread_keys = hbm_xrealloc(m->unread_keys,
+                                          (m->nunread_keys + 1) * sizeof *m->unread_keys);
+            m->unread_keys[m->nunread_keys++] = hbm_xstrdup(key);
+        }
     }
 }
 
@@ -476,21 +551,25 @@ int hbm_plan_model_parse_config(const char *text, size_t len, const char *name,
         return hbm_err_set(err, "%s:1: not a JSON object", name);
     }
     snprintf(m->path, sizeof m->path, "%s", name);
-    json_t *t = text_config(root);
-    if (read_dims(t, root, name, m, err) < 0) {
-        json_decref(root);
-        return -1;
-    }
-    read_moe(t, root, m);
-    if (read_head_dim(t, root, name, m, err) < 0) {
-        json_decref(root);
-        return -1;
-    }
-    read_attention_kinds(t, root, m);
-    read_layer_kinds(t, root, m);
-    json_decref(root);
+    config_view c = {.root = root, .consulted = json_object()};
+    c.text = text_config(&c);
+    /* the vision tower is sized by multimodal.c from the same file */
+    consult(&c, "vision_config");
+    int rc = -1;
+    if (read_dims(&c, name, m, err) < 0)
+        goto out;
+    read_moe(&c, m);
+    if (read_head_dim(&c, name, m, err) < 0)
+        goto out;
+    read_attention_kinds(&c, m);
+    read_layer_kinds(&c, m);
+    list_unread(&c, m);
     estimate_weights(m);
-    return 0;
+    rc = 0;
+out:
+    json_decref(c.consulted);
+    json_decref(root);
+    return rc;
 }
 
 static bool is_dir(const char *p)

@@ -177,6 +177,10 @@ json_t *hbm_plan_result_to_json(const hbm_plan_result *r)
     json_object_set_new(mo, "safetensors_files", json_integer(m->weights_files));
     json_object_set_new(mo, "model_type", json_string(m->model_type));
     json_object_set_new(mo, "generic", json_boolean(m->generic));
+    json_t *unread = json_array();
+    for (size_t i = 0; i < m->nunread_keys; i++)
+        json_array_append_new(unread, json_string(m->unread_keys[i]));
+    json_object_set_new(mo, "unread_keys", unread);
     json_object_set_new(j, "model", mo);
     json_t *notes = json_array();
     for (size_t i = 0; i < r->nnotes; i++)

@@ -1,5 +1,6 @@
 /* The parts of a plan's result that every engine fills alike. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hbm/plan.h"
@@ -64,4 +65,19 @@ void plan_model_notes(const hbm_plan_model *m, hbm_plan_result *res)
             "intermediate, vocabulary, experts); layer kinds it does not list in layer_types "
             "are taken as full attention, and tensors it does not describe are not counted",
             m->model_type[0] ? m->model_type : "(none)"));
+    if (m->generic && m->nunread_keys) {
+        size_t len = 0;
+        for (size_t i = 0; i < m->nunread_keys; i++)
+            len += strlen(m->unread_keys[i]) + 2;
+        char *keys = hbm_xcalloc(len + 1, 1);
+        for (size_t i = 0; i < m->nunread_keys; i++) {
+            if (i)
+                strcat(keys, ", ");
+            strcat(keys, m->unread_keys[i]);
+        }
+        plan_add_note(res, hbm_xasprintf("config keys no rule reads, so whatever they size is "
+                                         "not in the plan: %s",
+                                         keys));
+        free(keys);
+    }
 }

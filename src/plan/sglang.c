@@ -78,7 +78,9 @@ static const hbm_plan_flag sglang_flags[] = {
     {"--nnodes", true, I}, {"--node-rank", true, I}, {"--dist-init-addr", true, I},
     {"--device", true, I}, {"--file-storage-path", true, I}, {"--allow-auto-truncate", false, I},
     {"--disable-cuda-graph-padding", false, I}, {"--disable-outlines-disk-cache", false, I},
-    {"--is-embedding", false, I},
+    {"--is-embedding", false, I}, {"--skip-server-warmup", false, I}, {"--nccl-port", true, I},
+    {"--enable-metrics-for-all-schedulers", false, I}, {"--tokenizer-worker-num", true, I},
+    {"--sampling-defaults", true, I}, {"--preferred-sampling-params", true, I},
     /* change device memory in ways the planner does not model */
     {"--enable-dp-attention", false, U}, {"--speculative-algorithm", true, U},
     {"--speculative-draft-model-path", true, U}, {"--speculative-num-steps", true, U},
@@ -93,6 +95,9 @@ static const hbm_plan_flag sglang_flags[] = {
     {"--max-mamba-cache-size", true, U}, {"--swa-full-tokens-ratio", true, U},
     {"--enable-double-sparsity", false, U}, {"--enable-two-batch-overlap", false, U},
     {"--disaggregation-mode", true, U},
+    /* current releases: the vision tower's and the experts' kernels */
+    {"--mm-attention-backend", true, U}, {"--moe-runner-backend", true, U},
+    {"--moe-a2a-backend", true, U},
     {NULL, false, 0},
 };
 

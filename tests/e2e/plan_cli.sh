@@ -228,6 +228,7 @@ import json, sys
 j, k = (json.load(open(f)) for f in sys.argv[1:])
 assert j["model"]["generic"] is True and k["model"]["generic"] is False
 assert j["model"]["model_type"] == "zeta_next"
+assert j["model"]["unread_keys"] == [] == k["model"]["unread_keys"]
 assert any('model_type "zeta_next" is not one the rules were checked against' in n
            for n in j["notes"]), j["notes"]
 assert j["kv_cache_tokens"] == k["kv_cache_tokens"] > 0

@@ -94,6 +94,17 @@ static void test_flag_table(void **state)
     assert_non_null(f);
     assert_string_equal(f->name, "--compilation-config");
     assert_false(att);
+    /* current releases' shorthand for a key of --compilation-config, with its value */
+    f = hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "-cc.mode=none", &att);
+    assert_non_null(f);
+    assert_string_equal(f->name, "-cc");
+    assert_true(att);
+    assert_int_equal(f->use, HBM_PLAN_FLAG_UNMODELLED);
+    assert_int_equal(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--attention_backend", NULL)->use,
+                     HBM_PLAN_FLAG_UNMODELLED);
+    assert_int_equal(
+        hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--default-chat-template-kwargs", NULL)->use,
+        HBM_PLAN_FLAG_IGNORED);
     assert_null(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--max-model-lne", NULL));
     assert_null(hbm_plan_flag_find(HBM_PLAN_ENGINE_VLLM, "--trust-remote-code.x", NULL)); /* keys of values only */
     /* every name is unique and found as itself */
@@ -180,6 +191,8 @@ static void test_devices(void **state)
         {"NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTXPRO6000", 97887},
         {"NVIDIA RTX 6000 Ada Generation", "RTX6000Ada", 46068},
         {"AMD Instinct MI355X", "MI355X", 294896},
+        {"AMD Instinct MI325X", "MI325X", 262128},
+        {"NVIDIA A40", "A40", 46068},
         {"Ascend910B3", "910B3", 65536},
         {"Ascend910_93", "910C", 65536},
     };

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,59 @@ static void test_served_model(void **state)
     hbm_plan_result_free(&r);
 }
 
+/* A config of a family the rules were never checked against: the keys no rule consulted are
+ * listed (in the text config first, then the wrapper's), except those that size nothing, and
+ * a generic plan names them in a note. */
+static void test_unread_keys(void **state)
+{
+    (void)state;
+    static const char cfg[] =
+        "{\"architectures\": [\"ZetaForCausalLM\"], \"model_type\": \"zeta\", "
+        "\"text_config\": {\"hidden_size\": 4096, \"intermediate_size\": 14336, "
+        "\"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+        "\"num_key_value_heads\": 8, \"vocab_size\": 128256, \"memory_slots\": 64, "
+        "\"rms_norm_eps\": 1e-05, \"attention_dropout\": 0.0, \"bos_token_id\": 1}, "
+        "\"vision_config\": {\"hidden_size\": 1152}, \"memory_dim\": 1024, "
+        "\"image_token_id\": 7, \"torch_dtype\": \"bfloat16\"}";
+    hbm_plan_model m;
+    hbm_plan_model_init(&m);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_plan_model_parse_config(cfg, sizeof cfg - 1, "zeta.json", &m, &err), 0);
+    assert_true(m.generic);
+    assert_int_equal(m.nunread_keys, 2);
+    assert_string_equal(m.unread_keys[0], "memory_slots");
+    assert_string_equal(m.unread_keys[1], "memory_dim");
+    hbm_plan_model_free(&m);
+    assert_null(m.unread_keys);
+
+    /* a family the rules know reads every key of this config */
+    static const char llama[] =
+        "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 32, "
+        "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"vocab_size\": 128256, "
+        "\"intermediate_size\": 14336, \"max_position_embeddings\": 131072}";
+    hbm_plan_model_init(&m);
+    assert_int_equal(hbm_plan_model_parse_config(llama, sizeof llama - 1, "llama.json", &m,
+                                                 &err), 0);
+    assert_false(m.generic);
+    assert_int_equal(m.nunread_keys, 0);
+    hbm_plan_model_free(&m);
+
+    th_write_text(dir, "zeta/config.json", cfg);
+    char zeta[512];
+    th_path(zeta, sizeof zeta, dir, "zeta");
+    hbm_plan_input in;
+    hbm_plan_input_init(&in);
+    in.model_path = zeta;
+    in.mem_total_bytes = (int64_t)(80 * GIB);
+    hbm_plan_result r;
+    assert_int_equal(hbm_plan_run(&in, &r, &err), 0);
+    bool noted = false;
+    for (size_t i = 0; i < r.nnotes; i++)
+        noted |= strstr(r.notes[i], "not in the plan: memory_slots, memory_dim") != NULL;
+    assert_true(noted);
+    hbm_plan_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -334,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_sampler_choice),
         cmocka_unit_test(test_compile_cache_note),
+        cmocka_unit_test_setup_teardown(test_unread_keys, scratch_make, scratch_remove),
         cmocka_unit_test_setup_teardown(test_served_model, scratch_make, scratch_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,7 +83,7 @@ static void print_finding(const hbm_explain_report *rep, size_t idx,
         /* The cause comes before a summary, or in the block printed right after it. */
         for (size_t k = 0; k < rep->nfindings && !any; k++)
             if (!rep->findings[k].sig->wrapper &&
-                (k < idx || rep->findings[k].line <= f->line + 20)) {
+                (k < idx || rep->findings[k].line <= f->line + HBM_EXPLAIN_SUMMARY_BLOCK)) {
                 char why[200];
                 snprintf(why, sizeof why, "see [%zu] %s at line %llu %s", k + 1,
                          rep->findings[k].sig->id, (unsigned long long)rep->findings[k].line,

@@ -24,6 +24,9 @@
 #define HBM_EXPLAIN_LINE_MAX (16 * 1024)
 /* How many error-looking lines an unknown log keeps (the last ones). */
 #define HBM_EXPLAIN_TAIL 8
+/* A summary line ("EngineCore failed to start.") is followed by the traceback it sums up:
+ * a finding this many lines after it is in its block. */
+#define HBM_EXPLAIN_SUMMARY_BLOCK 20
 
 typedef struct hbm_sig_product {
     char *name;     /* owned: "vLLM", "vllm-ascend", "torch_npu", ... */
@@ -45,7 +48,8 @@ typedef struct hbm_sig {
     char *severity; /* error, warning (failures only) */
     char *title;
     char *cause; /* plain text */
-    bool wrapper; /* a summary error: the root cause is an earlier line */
+    bool wrapper; /* a summary error: the root cause is another line */
+    bool cause_after; /* a summary logged before the traceback that holds its cause */
     hbm_sig_product *products;
     size_t nproducts;
     char **keywords; /* literal strings; a line holds one of them before patterns run */
@@ -158,7 +162,10 @@ typedef struct hbm_explain_proc {
 } hbm_explain_proc;
 
 typedef struct hbm_explain_report {
-    hbm_explain_finding *findings; /* owned, in order of first line */
+    /* owned, in reading order: failures before warnings; a summary (wrapper) after the
+     * causes printed right after it (one logged before its traceback, cause_after, after
+     * every finding of that block); otherwise by first line. */
+    hbm_explain_finding *findings;
     size_t nfindings;
     size_t cap_findings;
     hbm_explain_fact *facts; /* owned */
@@ -208,7 +215,7 @@ bool hbm_explain_report_known(const hbm_explain_report *rep);
 
 /* For the summary finding at idx (sig->wrapper): the index of the finding that is its
  * cause, the first known failure before it or in the block printed right after it
- * (within 20 lines); -1 when the log shows none. */
+ * (within HBM_EXPLAIN_SUMMARY_BLOCK lines); -1 when the log shows none. */
 long hbm_explain_root_cause(const hbm_explain_report *rep, size_t idx);
 
 /* True when some finding asks for a live check. */

@@ -393,7 +393,7 @@ static int load_entry(loader *ld, json_t *e, hbm_sig *s, expl_rt *rt, uint32_t *
     if (!json_is_object(e))
         return bad(ld, "%s", "must be an object");
     static const char *const keys[] = {"id", "kind", "severity", "title", "cause", "wrapper",
-                                       "products", "keywords", "patterns", "units", "meaning",
+                                       "cause_after", "products", "keywords", "patterns", "units", "meaning",
                                        "remedies", "checks", "sources", NULL};
     const char *k;
     json_t *x;
@@ -439,6 +439,10 @@ static int load_entry(loader *ld, json_t *e, hbm_sig *s, expl_rt *rt, uint32_t *
     if (w && !json_is_boolean(w))
         return bad(ld, "%s", "'wrapper' must be true or false");
     s->wrapper = json_is_true(w);
+    json_t *after = json_object_get(e, "cause_after");
+    if (after && (!json_is_boolean(after) || (json_is_true(after) && !s->wrapper)))
+        return bad(ld, "%s", "'cause_after' must be true or false, and true only on a wrapper");
+    s->cause_after = json_is_true(after);
     for (size_t i = 0; i < s->nkeywords; i++)
         if (strlen(s->keywords[i]) < 3)
             return bad(ld, "keyword '%s' is shorter than 3 bytes", s->keywords[i]);

@@ -117,7 +117,7 @@ long hbm_explain_root_cause(const hbm_explain_report *rep, size_t idx)
     /* the cause comes before a summary, or in the block printed right after it */
     for (size_t k = 0; k < rep->nfindings; k++)
         if (!rep->findings[k].sig->wrapper &&
-            (k < idx || rep->findings[k].line <= f->line + 20))
+            (k < idx || rep->findings[k].line <= f->line + HBM_EXPLAIN_SUMMARY_BLOCK))
             return (long)k;
     return -1;
 }

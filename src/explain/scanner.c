@@ -746,6 +746,62 @@ void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
     }
 }
 
+typedef struct reading_key {
+    bool warning;
+    uint64_t at;   /* the line it is read at */
+    bool moved;    /* a summary read after its block */
+    uint64_t line; /* among summaries of one block, the nearer to the cause first */
+    size_t index;
+} reading_key;
+
+static int cmp_reading(const void *a, const void *b)
+{
+    const reading_key *x = a, *y = b;
+    if (x->warning != y->warning)
+        return x->warning ? 1 : -1;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    if (x->moved != y->moved)
+        return x->moved ? 1 : -1;
+    if (x->line != y->line)
+        return (x->line < y->line) != x->moved ? -1 : 1;
+    return x->index < y->index ? -1 : 1;
+}
+
+/* A summary (a wrapper) is read after a cause printed right after it (vLLM logs
+ * "EngineCore failed to start." before the traceback that holds the cause), and a warning
+ * after every failure: the first finding is the one to act on. */
+static void order_for_reading(hbm_explain_report *rep)
+{
+    size_t n = rep->nfindings;
+    if (n < 2)
+        return;
+    reading_key *keys = hbm_xcalloc(n, sizeof *keys);
+    hbm_explain_finding *sorted = hbm_xcalloc(n, sizeof *sorted);
+    for (size_t i = 0; i < n; i++) {
+        const hbm_explain_finding *f = &rep->findings[i];
+        reading_key *k = &keys[i];
+        k->warning = strcmp(f->sig->severity, "error") != 0;
+        k->at = k->line = f->line;
+        k->index = i;
+        for (size_t j = 0; f->sig->wrapper && j < n; j++) {
+            uint64_t other = rep->findings[j].line;
+            /* A summary goes after a cause printed with it; one logged before its traceback
+             * also after the other summaries of that traceback. */
+            if (other > k->at && other <= f->line + HBM_EXPLAIN_SUMMARY_BLOCK &&
+                (f->sig->cause_after || !rep->findings[j].sig->wrapper))
+                k->at = other;
+        }
+        k->moved = k->at != f->line;
+    }
+    qsort(keys, n, sizeof *keys, cmp_reading);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = rep->findings[keys[i].index];
+    memcpy(rep->findings, sorted, n * sizeof *sorted);
+    free(sorted);
+    free(keys);
+}
+
 void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
 {
     if (s->len > 0 || s->cutting)
@@ -768,6 +824,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         st->error_kind = "known";
         st->phase = f->phase;
     }
+    order_for_reading(&s->rep);
     /* Rendered at the end, so templates see facts from anywhere in the log. */
     for (size_t i = 0; i < s->rep.nfindings; i++) {
         hbm_explain_finding *f = &s->rep.findings[i];

@@ -188,6 +188,9 @@ static void test_validation_names_the_entry(void **state)
     snprintf(e, sizeof e, "{\"id\": \"ok_one\", %s, \"keywords\": [\"abc\"], \"patterns\": "
                           "[\"abc\"]}", base);
     expect_error(e, "entry 'ok_one'", "twice");
+    snprintf(e, sizeof e, "{\"id\": \"lone_after\", %s, \"keywords\": [\"abc\"], "
+                          "\"patterns\": [\"abc\"], \"cause_after\": true}", base);
+    expect_error(e, "entry 'lone_after'", "only on a wrapper");
     snprintf(e, sizeof e, "{\"id\": \"Bad-Id\", %s, \"keywords\": [\"abc\"], \"patterns\": "
                           "[\"abc\"]}", base);
     expect_error(e, "Bad-Id", "a-z");

@@ -75,6 +75,14 @@ static size_t read_rows(row *rows, size_t max)
     return n;
 }
 
+static void scan_fixture(const char *file, hbm_explain_report *rep)
+{
+    char path[PATH_MAX];
+    assert_true(snprintf(path, sizeof path, "%s/%s", SIGDIR, file) < PATH_MAX);
+    hbm_err err = {{0}};
+    assert_int_equal(hbm_explain_scan_path(cat, path, rep, &err), 0);
+}
+
 static const hbm_explain_finding *find(const hbm_explain_report *rep, const char *id)
 {
     for (size_t i = 0; i < rep->nfindings; i++)
@@ -91,11 +99,8 @@ static void test_every_fixture(void **state)
     assert_true(n > 0);
     int failures = 0;
     for (size_t i = 0; i < n; i++) {
-        char path[PATH_MAX];
-        assert_true(snprintf(path, sizeof path, "%s/%s", SIGDIR, rows[i].file) < PATH_MAX);
         hbm_explain_report rep;
-        hbm_err err = {{0}};
-        assert_int_equal(hbm_explain_scan_path(cat, path, &rep, &err), 0);
+        scan_fixture(rows[i].file, &rep);
         const hbm_explain_finding *f = find(&rep, rows[i].id);
         if (!f) {
             fprintf(stderr, "%s: no finding '%s'\n", rows[i].file, rows[i].id);
@@ -189,12 +194,44 @@ static void test_variants_differ(void **state)
     }
 }
 
+/* The first finding is the one to act on: a summary comes after the cause printed with it.
+ * Real excerpts where the summary's line is the first known one. */
+static void test_summary_after_its_cause(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *first, *summary;
+    } cases[] = {
+        /* "EngineCore failed to start." logged before the traceback (vLLM V1) */
+        {"nccl_internal_error.variant.log", "nccl_internal_error", "vllm_engine_start_failed"},
+        {"vllm_no_kv_cache_blocks.shared_device.variant.log", "vllm_no_kv_cache_blocks",
+         "vllm_engine_start_failed"},
+        /* torch_npu's follow-on 107002 before the code that caused it */
+        {"acl_soc_version_507008.log", "acl_soc_version_507008", "acl_context_null_107002"},
+        /* "PTA call acl api failed" before the CANN block */
+        {"ascend_op_compile_failed.log", "ascend_op_compile_failed", "ascend_op_inner_error"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hbm_explain_report rep;
+        scan_fixture(cases[i].file, &rep);
+        const hbm_explain_finding *summary = find(&rep, cases[i].summary);
+        assert_non_null(summary);
+        assert_true(rep.nfindings >= 2);
+        if (strcmp(rep.findings[0].sig->id, cases[i].first) != 0)
+            fail_msg("%s: first finding '%s', expected '%s'", cases[i].file,
+                     rep.findings[0].sig->id, cases[i].first);
+        assert_true(summary->line < rep.findings[0].line);
+        hbm_explain_report_free(&rep);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fixture),
         cmocka_unit_test(test_every_entry_has_fixtures),
         cmocka_unit_test(test_variants_differ),
+        cmocka_unit_test(test_summary_after_its_cause),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

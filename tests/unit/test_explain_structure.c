@@ -268,8 +268,9 @@ static void test_every_fixture(void **state)
 }
 
 /* A summary's cause: a known failure before it or in the block printed right after it (the
- * real ACL 507008 report: the context-null summary, then the cause two lines below); one
- * printed further away is not its cause, and a summary alone has none. */
+ * real ACL 507008 report: the context-null summary, then the cause two lines below, which
+ * is listed first); one printed further away is not its cause, and a summary alone has
+ * none. */
 static void test_root_cause(void **state)
 {
     (void)state;
@@ -279,9 +280,10 @@ static void test_root_cause(void **state)
                                            &err),
                      0);
     assert_int_equal(rep.nfindings, 2);
-    assert_true(rep.findings[0].sig->wrapper);
-    assert_string_equal(rep.findings[1].sig->id, "acl_soc_version_507008");
-    assert_int_equal(hbm_explain_root_cause(&rep, 0), 1);
+    /* findings are in reading order: the cause first, its summary after it */
+    assert_string_equal(rep.findings[0].sig->id, "acl_soc_version_507008");
+    assert_true(rep.findings[1].sig->wrapper);
+    assert_int_equal(hbm_explain_root_cause(&rep, 1), 0);
     assert_true(hbm_explain_report_known(&rep));
     hbm_explain_report_free(&rep);
 
@@ -292,6 +294,7 @@ static void test_root_cause(void **state)
     strcat(text, "[Init][Version]init soc version failed, ret = 507008\n");
     scan_text(text, sizeof text, &rep);
     assert_int_equal(rep.nfindings, 2);
+    assert_true(rep.findings[0].sig->wrapper);
     assert_int_equal(hbm_explain_root_cause(&rep, 0), -1);
     hbm_explain_report_free(&rep);
 

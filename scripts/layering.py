@@ -68,20 +68,24 @@ def objects(src, build):
 
 
 def symbols(objs):
-    """(defined: symbol -> file, used: file -> set of symbols)."""
-    defined, used = {}, {}
-    for rel, path in objs.items():
-        res = subprocess.run(["nm", "-P", path], capture_output=True, text=True, check=True)
-        used[rel] = set()
-        for line in res.stdout.splitlines():
-            parts = line.split()
-            if len(parts) < 2:
-                continue
-            name, kind = parts[0], parts[1]
-            if kind in ("U", "w", "v"):
-                used[rel].add(name)
-            elif kind in ("T", "D", "B", "R", "G", "S", "C", "V", "W"):
-                defined[name] = rel
+    """(defined: symbol -> file, used: file -> set of symbols). One nm over every object:
+    a process per object cost more than the reading itself."""
+    defined, used = {}, {rel: set() for rel in objs}
+    if not objs:
+        return defined, used
+    rel_of = {path: rel for rel, path in objs.items()}
+    res = subprocess.run(["nm", "-P", "-A", *objs.values()], capture_output=True, text=True,
+                         check=True)
+    for line in res.stdout.splitlines():
+        path, _, rest = line.rpartition(": ")  # a symbol never holds ": ", a path may
+        parts = rest.split()
+        if path not in rel_of or len(parts) < 2:
+            continue
+        rel, name, kind = rel_of[path], parts[0], parts[1]
+        if kind in ("U", "w", "v"):
+            used[rel].add(name)
+        elif kind in ("T", "D", "B", "R", "G", "S", "C", "V", "W"):
+            defined[name] = rel
     return defined, used
 
 

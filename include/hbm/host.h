@@ -117,7 +117,7 @@ typedef struct hbm_host {
     size_t nhuge;
     char thp[16];             /* always / madvise / never, "" unknown */
     char thp_defrag[32];
-    int64_t devshm_total_bytes; /* statvfs of /dev/shm; HBM_UNKNOWN when not mounted */
+    int64_t devshm_total_bytes; /* statvfs of what is mounted at /dev/shm; HBM_UNKNOWN if none */
     int64_t devshm_used_bytes;
     hbm_listener *listeners;
     size_t nlisteners;

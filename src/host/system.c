@@ -326,14 +326,28 @@ static void judge_owner(const char *root, const char *name, hbm_posix_shm *o)
     }
 }
 
+/* Whether the directory open as fd is a mount point: a device other than its parent's. */
+static bool is_mount_point(const char *root, const char *parent, int fd)
+{
+    struct stat self, up;
+    int pfd = hbm_hio_open(root, parent, O_RDONLY | O_DIRECTORY);
+    if (pfd < 0)
+        return false;
+    bool mounted = fstat(fd, &self) == 0 && fstat(pfd, &up) == 0 && self.st_dev != up.st_dev;
+    close(pfd);
+    return mounted;
+}
+
 void hbm_host_read_devshm(const char *root, hbm_host *h)
 {
     h->devshm_total_bytes = h->devshm_used_bytes = HBM_UNKNOWN;
     int dfd = hbm_hio_open(root, "/dev/shm", O_RDONLY | O_DIRECTORY);
     if (dfd < 0)
         return;
+    /* The space figures describe the filesystem mounted at /dev/shm; a plain directory (a
+     * fixture root, a chroot without its mounts) would report the filesystem around it. */
     struct statvfs vs;
-    if (fstatvfs(dfd, &vs) == 0) {
+    if (is_mount_point(root, "/dev", dfd) && fstatvfs(dfd, &vs) == 0) {
         h->devshm_total_bytes = (int64_t)(vs.f_blocks * vs.f_frsize);
         h->devshm_used_bytes = (int64_t)((vs.f_blocks - vs.f_bfree) * vs.f_frsize);
     }

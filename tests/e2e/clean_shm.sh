@@ -88,4 +88,18 @@ check "a new dead segment is planned" \
 pids+=("$("$HBM_BUILD/doc_shm" sysv-attach "$again")")
 "$HBMCTL" clean --backend dcmi --apply --yes >/dev/null
 check "once attached it is no longer removed" [ "$(seg "$again")" -eq 1 ]
+# Under --root the size of /dev/shm is that of what is mounted at DIR/dev/shm: a plain
+# directory (a fixture tree) has none, not the size of the filesystem around it.
+make_root "$tmp/shmroot" yes
+mkdir -p "$tmp/shmroot/dev/shm"
+live() {
+    HBMCTL_NVML_LIB="$tmp/none.so" HBMCTL_DCMI_LIB="$tmp/none.so" "$HBMCTL" explain --live \
+        --root "$tmp/shmroot" --json "$HBM_SRC/tests/fixtures/logs/sig/nccl_system_error.log" |
+        jq -c '.findings[0].live.dev_shm | [.total_bytes, .used_bytes]'
+}
+check "a plain directory at DIR/dev/shm has no size" [ "$(live)" = "[null,null]" ]
+mount -t tmpfs -o size=2m tmpfs "$tmp/shmroot/dev/shm"
+head -c 1m /dev/zero >"$tmp/shmroot/dev/shm/nccl-x"
+check "a tmpfs mounted at DIR/dev/shm gives its own size" [ "$(live)" = "[2097152,1048576]" ]
+umount "$tmp/shmroot/dev/shm"
 finish

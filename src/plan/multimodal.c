@@ -376,12 +376,23 @@ static item largest_video(const plan_mm *mm, int64_t seq_len)
 }
 
 /* Tensors of the vision width alive per patch at the block's peak, per rank: the larger of
- * the attention and the MLP (input and norm, plus the residual pair of Qwen2.5-VL's fused
- * norm, the up projection(s) and the activation). The attention holds the input, its norm
- * and qkv; the rotary towers (qwen2_vl.py, qwen2_5_vl.py Qwen2_5_VisionAttention, which
- * Qwen3-VL reuses) then copy q, k and v to [b, s] order with .contiguous() and rotate the
- * q|k concatenation through an fp32 copy into an fp32 output before casting it back; from
- * 0.12 the reorder is a view and the rotation stays in the model's dtype. */
+ * the attention and the MLP. The attention holds the block's input, its norm and qkv; the
+ * rotary towers (qwen2_vl.py, qwen2_5_vl.py Qwen2_5_VisionAttention, which Qwen3-VL reuses)
+ * then copy q, k and v to [b, s] order with .contiguous() and rotate through an fp32 copy
+ * into an fp32 output before casting back (apply_rotary_pos_emb_vision). Up to 0.10 they
+ * rotate q, then k, one tensor at a time; 0.11 rotates the q|k concatenation at once
+ * (#24511, #25005, September 2025); from 0.12 the reorder is a view and the rotation stays
+ * in the model's dtype. The MLP holds input and norm, the up projection(s) and the
+ * activation; Qwen2.5-VL's separate gate and up projections keep both and their product
+ * alive while down_proj writes its output up to 0.10.0, and from 0.10.1 its fused norm
+ * keeps a residual pair beside the merged gate_up (#22066, #22184). */
+static double rotary_widths(int ver)
+{
+    if (ver < 1100)
+        return 3 + 2 + 2 + 1;
+    return ver < 1200 ? 3 + 2 + 4 + 4 + 2 : 2 + 2;
+}
+
 static double peak_widths(const plan_mm *mm, int ver, double tp)
 {
     double ratio = (double)mm->intermediate / (double)mm->hidden;
@@ -389,8 +400,9 @@ static double peak_widths(const plan_mm *mm, int ver, double tp)
     if (mm->vit == PLAN_VIT_SIGLIP)
         attn += 1 / tp;
     else
-        attn += (ver < 1200 ? 3 + 2 + 4 + 4 + 2 : 2 + 2) / tp;
-    double mlp = mm->vit == PLAN_VIT_QWEN25 ? 4 + 3 * ratio / tp : 2 + 2 * ratio / tp;
+        attn += rotary_widths(ver) / tp;
+    double mlp = mm->vit == PLAN_VIT_QWEN25 ? (ver < 1001 ? 3 : 4) + 3 * ratio / tp
+                                            : 2 + 2 * ratio / tp;
     return attn > mlp ? attn : mlp;
 }
 

@@ -89,25 +89,34 @@ static void test_profiling_follows_the_limits(void **state)
 /* The encoder's bytes per patch for Qwen2.5-VL-3B's 65,536-patch image (width 1280, head
  * 80): at 0.11 the attention's 20 widths (input, norm, qkv, the contiguous q, k, v, the q|k
  * concatenation, its fp32 copy and fp32 rotation, the cast back), the bf16 pixels
- * (3 x 2 x 14 x 14) and the fp32 angle table with its cos and sin (3 x 40 x 4); before
- * 0.9.1 the pixels are fp32; from 0.12 the attention keeps 9 widths and the MLP's 12.0
- * (input, norm, the fused norm's residual pair, gate|up, activation: 4 + 3 x 3420 / 1280)
- * are the peak. */
+ * (3 x 2 x 14 x 14) and the fp32 angle table with its cos and sin (3 x 40 x 4); up to 0.10
+ * q and k are rotated one at a time, 13 widths (input, norm, qkv, q, k, v, one fp32 copy,
+ * its fp32 rotation, the cast back), and before 0.9.1 the pixels are fp32; from 0.12 the
+ * attention keeps 9 widths and the MLP's 12.0 (input, norm, the fused norm's residual pair,
+ * gate|up, activation: 4 + 3 x 3420 / 1280) are the peak. At TP 2 the MLP is the peak:
+ * 0.10.0's separate gate and up keep input, norm and down_proj's output (3 + 1.5 x 3420 /
+ * 1280 = 7.0 widths, under the attention's 7.5), 0.10.1's fused norm a residual pair more
+ * (8.0). */
 static void test_encoder_peak_per_patch(void **state)
 {
     (void)state;
     const char *video_off[] = {"--limit-mm-per-prompt", "{\"image\": 1, \"video\": 0}"};
     const struct {
         const char *ver;
+        const char *tp;
         int64_t per_patch;
     } want[] = {
-        {"0.11.0", 20 * 2560 + 1176 * 2 + 480},
-        {"0.9.0", 20 * 2560 + 1176 * 4 + 480},
-        {"0.12.0", (4 * 1280 + 3 * 3420) * 2 + 1176 * 2 + 480},
+        {"0.11.0", "1", 20 * 2560 + 1176 * 2 + 480},
+        {"0.9.1", "1", 13 * 2560 + 1176 * 2 + 480},
+        {"0.9.0", "1", 13 * 2560 + 1176 * 4 + 480},
+        {"0.12.0", "1", (4 * 1280 + 3 * 3420) * 2 + 1176 * 2 + 480},
+        {"0.10.0", "2", 15 * 1280 + 1176 * 2 + 480},
+        {"0.10.1", "2", (4 * 1280 + 3 * 3420 / 2) * 2 + 1176 * 2 + 480},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         hbm_plan_result r;
-        plan(&r, QWEN3B, "A100-40G", want[i].ver, video_off[0], video_off[1], NULL);
+        plan(&r, QWEN3B, "A100-40G", want[i].ver, video_off[0], video_off[1],
+             "--tensor-parallel-size", want[i].tp, NULL);
         assert_string_equal(r.multimodal.modality, "image");
         assert_int_equal(r.multimodal.encoder_activation_bytes, 65536 * want[i].per_patch);
         hbm_plan_result_free(&r);

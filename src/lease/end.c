@@ -9,6 +9,12 @@
 #include "hbm/lease.h"
 #include "hbm/util.h"
 
+/* A lease of this name that a live lock still holds. */
+static bool held_as(const hbm_lease_info *l, const char *name)
+{
+    return l->held && strcmp(l->name, name) == 0;
+}
+
 int hbm_lease_end(const char *lease_dir, const char *name, double timeout_s, size_t *ended,
                   hbm_err *err)
 {
@@ -20,7 +26,7 @@ int hbm_lease_end(const char *lease_dir, const char *name, double timeout_s, siz
     size_t matched = 0;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!ls[i].held || strcmp(ls[i].name, name) != 0)
+        if (!held_as(&ls[i], name))
             continue;
         matched++;
         if (ls[i].pid <= 1 || ls[i].starttime == 0) {
@@ -48,7 +54,7 @@ int hbm_lease_end(const char *lease_dir, const char *name, double timeout_s, siz
         bool still = false;
         int64_t dev = -1;
         for (size_t i = 0; i < n; i++) {
-            if (!ls[i].held || strcmp(ls[i].name, name) != 0)
+            if (!held_as(&ls[i], name))
                 continue;
             hbm_lease_info q;
             int h = hbm_lease_query(lease_dir, ls[i].device, &q, NULL);
@@ -81,7 +87,7 @@ int hbm_lease_claim_check(const char *dir, const char *name, hbm_lease_info *bad
         return -1;
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        if (!ls[i].held || strcmp(ls[i].name, name) != 0 || ls[i].pid <= 1)
+        if (!held_as(&ls[i], name) || ls[i].pid <= 1)
             continue;
         if (!hbm_lease_pid_holds(&ls[i])) {
             *bad = ls[i];

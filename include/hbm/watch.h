@@ -290,4 +290,8 @@ int hbm_watch_strip_cells(int free_cols);
  * -1 where the history has no sample. s may be NULL (all -1). */
 void hbm_watch_strip(const hbm_watch_series *s, int64_t total, int *levels, int width);
 
+/* ncurses for the view's drawing, loaded once when the view starts (curses.c): NULL when
+ * its entry points are there, else why not. */
+const char *hbm_watch_curses_load(void);
+
 #endif

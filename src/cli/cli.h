@@ -1,5 +1,6 @@
-/* Shared pieces of the command-line front end: exit codes, observing per the source
- * options (opt.h), and output helpers. Only the CLI prints and chooses exit codes. */
+/* Shared pieces of the command-line front end: exit codes, the option table's text
+ * printed, observing per the source options (hbm/opt.h), and output helpers. Only the CLI
+ * prints and chooses exit codes. */
 #ifndef HBM_CLI_H
 #define HBM_CLI_H
 
@@ -9,7 +10,7 @@
 
 #include "hbm/obs.h"
 #include "hbm/observe.h"
-#include "opt.h"
+#include "hbm/opt.h"
 
 /* Exit codes shared by the reading commands (documented in `hbmctl --help`). */
 enum {
@@ -21,11 +22,27 @@ enum {
 /* One command: cmd_<name>(argc, argv) gets argv[0] = "<name>". */
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 
+#define CLI_CONTINUE (-1)
+
+/* hbm_opt_parse with its text printed: returns CLI_CONTINUE when the command should go on,
+ * else the exit code to return (0 after --help, the usage exit after a message on stderr).
+ * out->args must be released with hbm_opt_args_free in every case. */
+int cli_parse(const hbm_opt_spec *s, int argc, char **argv, hbm_opt_args *out);
+/* cli_parse for a command that takes no other words. */
+int cli_parse_options(const hbm_opt_spec *s, int argc, char **argv);
+void cli_help(const hbm_opt_spec *s, FILE *f);
+/* hbm_opt_bad_value's message on stderr; returns the usage exit. */
+int cli_bad_value(const hbm_opt_spec *s, const char *name, const char *value, const char *why);
+
+/* `hbmctl __complete`: cli_parse prints the command's options for the bash completion
+ * instead of parsing, and returns 0. */
+extern bool cli_opt_listing;
+
 /* Observes per the common options; on failure prints "hbmctl: <why>" and returns false. */
-bool cli_observe(const cli_common *c, hbm_obs *obs);
+bool cli_observe(const hbm_opt_common *c, hbm_obs *obs);
 
 /* A memory limit as a share of the device ("80%", 0.8) or a size ("60GiB"): the value of
- * --max-mem and --threshold, read by cli_read_limit (a CLI_CALL reader). */
+ * --max-mem and --threshold, read by cli_read_limit (a HBM_OPT_CALL reader). */
 typedef struct cli_limit {
     int64_t bytes; /* HBM_UNKNOWN unless a size was given */
     double ratio;  /* NAN unless a share was given */

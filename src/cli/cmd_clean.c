@@ -36,7 +36,7 @@ static const char exits[] =
 
 /* What the command line asks of clean. */
 typedef struct clean_args {
-    cli_common c;
+    hbm_opt_common c;
     bool apply, yes, policy;
     hbm_clean_opts copts;
     int *pids;
@@ -61,48 +61,48 @@ static int add_pid(void *dst, const char *v, char *why, size_t n)
 
 static int parse(clean_args *a, int argc, char **argv)
 {
-    cli_common_init(&a->c);
+    hbm_opt_common_init(&a->c);
     a->copts.grace_s = 10.0;
     a->settle = 5.0;
     a->copts.min_age_s = -1;
     a->copts.max_actions = -1;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_FLAG, "apply", 0, NULL, &a->apply,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_FLAG, "apply", 0, NULL, &a->apply,
                 "perform the actions; asks first when stdin is a terminal,\n"
                 "proceeds without asking when it is not (scripts, pipes)"),
-        CLI_OPT(CLI_FLAG, "yes", 'y', NULL, &a->yes, "do not ask"),
-        CLI_OPT(CLI_DURATION, "grace", 0, "DURATION", &a->copts.grace_s,
+        HBM_OPT(HBM_OPT_FLAG, "yes", 'y', NULL, &a->yes, "do not ask"),
+        HBM_OPT(HBM_OPT_DURATION, "grace", 0, "DURATION", &a->copts.grace_s,
                 "SIGTERM to SIGKILL (default 10s)"),
-        CLI_OPT(CLI_DURATION, "settle", 0, "DURATION", &a->settle,
+        HBM_OPT(HBM_OPT_DURATION, "settle", 0, "DURATION", &a->settle,
                 "how long to wait for the driver to release memory before\n"
                 "reporting it (default 5s)"),
-        CLI_OPT(CLI_CALL, "pid", 0, "PID", a,
+        HBM_OPT(HBM_OPT_CALL, "pid", 0, "PID", a,
                 "also end this device holder (repeatable; allows a process\n"
                 "in a running container)", .fn = add_pid),
-        CLI_OPT(CLI_STRING, "only", 0, "IDS", &a->copts.only,
+        HBM_OPT(HBM_OPT_STRING, "only", 0, "IDS", &a->copts.only,
                 "act only on these findings (comma-separated ids, e.g.\n"
                 "orphan-holder,stale-sysv-shm); --pid holders still count"),
-        CLI_OPT(CLI_DURATION, "min-age", 0, "DURATION", &a->copts.min_age_s,
+        HBM_OPT(HBM_OPT_DURATION, "min-age", 0, "DURATION", &a->copts.min_age_s,
                 "act only on a leftover seen as one for this long (first\n"
                 "sighting kept in --state; default none, 10m with --policy)"),
-        CLI_OPT(CLI_COUNT, "max-actions", 0, "N", &a->copts.max_actions,
+        HBM_OPT(HBM_OPT_COUNT, "max-actions", 0, "N", &a->copts.max_actions,
                 "do at most N actions this run, oldest leftovers first; the\n"
                 "rest are deferred (default no limit, 5 with --policy)", .min = 1),
-        CLI_OPT(CLI_FLAG, "policy", 0, NULL, &a->policy,
+        HBM_OPT(HBM_OPT_FLAG, "policy", 0, NULL, &a->policy,
                 "the unattended policy: --only " HBM_CLEAN_POLICY_ONLY "\n"
                 "--min-age 10m --max-actions 5 unless given"),
-        CLI_OPT(CLI_STRING, "state", 0, "FILE", &a->copts.state_path,
+        HBM_OPT(HBM_OPT_STRING, "state", 0, "FILE", &a->copts.state_path,
                 "first sightings kept between runs for --min-age\n"
                 "(default " HBM_CLEAN_STATE_DEFAULT ")"),
-        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
+        HBM_OPT(HBM_OPT_STRING, "audit-log", 0, "FILE", &a->copts.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n"
                 HBM_AUDIT_DEFAULT_PATH "; directory made 0750, file 0640)"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "clean", .usage = "[--apply [--yes]] [OPTIONS]", .about = about, .opts = opts,
-        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->c, .exits = exits,
+        .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &a->c, .exits = exits,
     };
     int rc = cli_parse_options(&spec, argc, argv);
     if (a->policy)

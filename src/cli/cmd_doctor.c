@@ -37,27 +37,27 @@ static void print_rules(FILE *f)
 
 int cmd_doctor(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
     hbm_doctor_opts dopts = {0};
     c.src.progress_interval_s = 5;
     bool rules = false;
-    const cli_opt opts[] = {
-        CLI_GROUPS_HERE,
-        CLI_OPT(CLI_FLAG, "rules", 0, NULL, &rules,
+    const hbm_opt opts[] = {
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPT(HBM_OPT_FLAG, "rules", 0, NULL, &rules,
                 "list every finding doctor can raise (id, severity, when, evidence,\n"
                 "remedy, clean action) and exit; observes nothing"),
-        CLI_OPT(CLI_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
+        HBM_OPT(HBM_OPT_RATIO, "shm-full", 0, "RATIO", &dopts.devshm_full_ratio,
                 "/dev/shm use that counts as nearly full (default 90%)"),
-        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
+        HBM_OPT(HBM_OPT_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
                 "read the /metrics of each inference server found listening here\n"
                 "twice this far apart (default 5s; 0 = do not): work and no token\n"
                 "in between is server-stalled", .min = 0, .words = "0 1s 5s"),
-        CLI_OPTS_END,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "doctor", .usage = "[OPTIONS]", .about = about, .opts = opts,
-        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c,
+        .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &c,
         .env = "environment: HBMCTL_ROOT (as --root), HBMCTL_DEVICE_PATTERNS (colon-separated\n"
                "  device-file globs, default /dev/davinci*:/dev/nvidia*:...), HBMCTL_DCMI_LIB,\n"
                "  HBMCTL_NVML_LIB, HBMCTL_NPU_SMI (where the vendor libraries and tool are)\n",

@@ -95,7 +95,7 @@ static void print_report(const char *path, const hbm_explain_report *rep,
 }
 
 /* The report of one log, with the live checks and the planner's figures, printed. */
-static void explain_output(const cli_common *c, const hbm_catalog *cat, const char *cat_path,
+static void explain_output(const hbm_opt_common *c, const hbm_catalog *cat, const char *cat_path,
                            const char *path, hbm_explain_report *rep,
                            const hbm_preflight_explain_opts *po)
 {
@@ -108,7 +108,7 @@ static void explain_output(const cli_common *c, const hbm_catalog *cat, const ch
     hbm_preflight_explained_free(&ex);
 }
 
-static int explain_main(const cli_common *c, const char *catalog, bool list, const char *log,
+static int explain_main(const hbm_opt_common *c, const char *catalog, bool list, const char *log,
                         const hbm_preflight_explain_opts *po)
 {
     hbm_err err = {{0}};
@@ -140,43 +140,43 @@ static int explain_main(const cli_common *c, const char *catalog, bool list, con
 
 int cmd_explain(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
     bool list = false;
     const char *catalog = NULL;
     int mode = HBM_PREFLIGHT_LIVE_AUTO;
     hbm_preflight_explain_opts po = {.src = &c.src, .mem = HBM_UNKNOWN};
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_FLAG, "list", 0, NULL, &list, "print the signature catalogue and exit"),
-        CLI_OPT(CLI_STRING, "catalog", 0, "FILE", &catalog,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_FLAG, "list", 0, NULL, &list, "print the signature catalogue and exit"),
+        HBM_OPT(HBM_OPT_STRING, "catalog", 0, "FILE", &catalog,
                 "signature catalogue (default: $HBMCTL_CATALOG, then the installed\n"
                 "share/hbmctl/signatures.json, then the source tree's data/)"),
-        CLI_OPT(CLI_FLAG, "live", 0, NULL, &mode,
+        HBM_OPT(HBM_OPT_FLAG, "live", 0, NULL, &mode,
                 "check the host now (default when a device backend is available;\n"
                 "without one, host facts still answer port/process checks)",
                 .value = HBM_PREFLIGHT_LIVE_ON),
-        CLI_OPT(CLI_FLAG, "no-live", 0, NULL, &mode, "only read the log",
+        HBM_OPT(HBM_OPT_FLAG, "no-live", 0, NULL, &mode, "only read the log",
                 .value = HBM_PREFLIGHT_LIVE_OFF),
-        CLI_HEAD("the planner's figures (a vLLM launch the log names: its non-default args)"),
-        CLI_OPT(CLI_STRING, "model", 0, "DIR", &po.model,
+        HBM_OPT_HEAD("the planner's figures (a vLLM launch the log names: its non-default args)"),
+        HBM_OPT(HBM_OPT_STRING, "model", 0, "DIR", &po.model,
                 "the model directory or config.json (default: the log's model, when\n"
                 "it is a directory here)"),
-        CLI_OPT(CLI_STRING, "device", 0, "NAME", &po.device,
+        HBM_OPT(HBM_OPT_STRING, "device", 0, "NAME", &po.device,
                 "the device, a name from plan's device table (default: this\n"
                 "host's first device, when the host is checked)"),
-        CLI_OPT(CLI_SIZE, "mem", 0, "SIZE", &po.mem, "or its total memory as vLLM sees it",
+        HBM_OPT(HBM_OPT_SIZE, "mem", 0, "SIZE", &po.mem, "or its total memory as vLLM sees it",
                 .min = 1, .why = "must be positive"),
-        CLI_FORM("-- vllm serve ...", "the launch's flags, over those the log shows"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_FORM("-- vllm serve ...", "the launch's flags, over those the log shows"),
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "explain", .usage = "[OPTIONS] [LOG|-] [-- vllm serve ...]", .about = about, .opts = opts,
-        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .max_args = -1,
+        .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &c, .max_args = -1,
         .exits = "exit codes: 0 no failure, 1 the log shows a failure (known or not),\n"
                  "2 could not read (file:line named)\n",
     };
-    cli_args args;
+    hbm_opt_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
     int nlogs = args.dash >= 0 ? args.dash : args.nargs;
     if (rc == CLI_CONTINUE && nlogs > 1) {
@@ -191,6 +191,6 @@ int cmd_explain(int argc, char **argv)
     po.live = (hbm_preflight_live_mode)mode;
     if (rc == CLI_CONTINUE)
         rc = explain_main(&c, catalog, list, log, &po);
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     return rc;
 }

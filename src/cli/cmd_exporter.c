@@ -77,8 +77,8 @@ static int serve(hbm_exporter *ex, const hbm_export_server_opts *so)
 /* Reads the options, then prints once or serves; servers: the --metrics-url ones. */
 static int exporter(int argc, char **argv, hbm_progress_servers *servers)
 {
-    cli_common common;
-    cli_common_init(&common);
+    hbm_opt_common common;
+    hbm_opt_common_init(&common);
     hbm_exporter_opts xo = {0};
     hbm_leak_params_default(&xo.leak);
     xo.min_interval = 1.0;
@@ -89,46 +89,46 @@ static int exporter(int argc, char **argv, hbm_progress_servers *servers)
     bool once = false;
     const char *web_config = NULL;
     hbm_err err = {{0}};
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "listen", 0, "ADDR", &so.listen,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "listen", 0, "ADDR", &so.listen,
                 "address to serve on (default 127.0.0.1:9464; [::1]:9464,\n"
                 ":9464 for every IPv4 address; numeric only)",
                 .words = "127.0.0.1:9464 0.0.0.0:9464 [::1]:9464"),
-        CLI_OPT(CLI_DURATION, "min-interval", 0, "DUR", &xo.min_interval,
+        HBM_OPT(HBM_OPT_DURATION, "min-interval", 0, "DUR", &xo.min_interval,
                 "reuse an observation this long (default 1s)", .min = 1e-9,
                 .why = "must be > 0"),
-        CLI_OPT(CLI_COUNT, "max-connections", 0, "N", &max_conn,
+        HBM_OPT(HBM_OPT_COUNT, "max-connections", 0, "N", &max_conn,
                 "concurrent connections (default 2048)", .min = 1, .max = 1000000),
-        CLI_OPT(CLI_COUNT, "max-per-client", 0, "N", &per_client,
+        HBM_OPT(HBM_OPT_COUNT, "max-per-client", 0, "N", &per_client,
                 "concurrent connections from one client address (default 64)",
                 .min = 1, .max = 1000000),
-        CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout,
+        HBM_OPT(HBM_OPT_DURATION, "timeout", 0, "DUR", &timeout,
                 "close idle connections after this (default 10s)", .min = 1,
                 .why = "want 1s or more"),
-        CLI_OPT(CLI_CALL, "threshold", 0, "PCT|SIZE", &threshold,
+        HBM_OPT(HBM_OPT_CALL, "threshold", 0, "PCT|SIZE", &threshold,
                 "leak threshold per device, e.g. 90% (default none)", .fn = cli_read_limit,
                 .words = "80% 90% 95%"),
-        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &xo.lease_dir,
+        HBM_OPT(HBM_OPT_STRING, "lease-dir", 0, "DIR", &xo.lease_dir,
                 "lease directory (default /run/hbmctl, env HBMCTL_LEASE_DIR)"),
-        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &xo.audit_path,
+        HBM_OPT(HBM_OPT_STRING, "audit-log", 0, "FILE", &xo.audit_path,
                 "audit log counted into hbmctl_remediations_total (default\n"
                 "$HBMCTL_AUDIT_LOG, else " HBM_AUDIT_DEFAULT_PATH ")"),
-        CLI_OPT(CLI_STRING, "clean-state", 0, "FILE", &xo.clean_state,
+        HBM_OPT(HBM_OPT_STRING, "clean-state", 0, "FILE", &xo.clean_state,
                 "the remediation policy's state file: its mtime is its last\n"
                 "run (default " HBM_CLEAN_STATE_DEFAULT ")"),
-        CLI_OPT(CLI_STRING, "web-config", 0, "FILE", &web_config,
+        HBM_OPT(HBM_OPT_STRING, "web-config", 0, "FILE", &web_config,
                 "TLS and basic auth, in the exporter toolkit's format:\n"
                 "tls_server_config {cert_file, key_file},\n"
                 "basic_auth_users {NAME: BCRYPT_HASH} (docs/metrics.md)"),
-        CLI_OPT(CLI_FLAG, "once", 0, NULL, &once,
+        HBM_OPT(HBM_OPT_FLAG, "once", 0, NULL, &once,
                 "print the metrics once to standard output and exit"),
         CLI_PROGRESS_OPTS(servers),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "exporter", .usage = "[--listen ADDR] [--min-interval DUR] [OPTIONS]",
-        .about = about, .opts = opts, .groups = CLI_G_LIVE, .common = &common,
+        .about = about, .opts = opts, .groups = HBM_OPT_G_LIVE, .common = &common,
         .exits = "exit: 0 stopped by SIGTERM/SIGINT (or --once printed), 2 bad usage, bad web "
                  "config\n      or cannot listen\n",
     };

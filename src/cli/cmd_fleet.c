@@ -123,32 +123,32 @@ static void print_json(const hbm_fleet *f)
 
 int cmd_fleet(int argc, char **argv)
 {
-    cli_common common;
-    cli_common_init(&common);
+    hbm_opt_common common;
+    hbm_opt_common_init(&common);
     hbm_fleet_opts o = {.timeout_s = 10};
     const char *token_file = NULL, *password_file = NULL;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "prometheus", 0, "URL", &o.url,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "prometheus", 0, "URL", &o.url,
                 "the server, e.g. http://prometheus:9090"),
-        CLI_OPT(CLI_STRING, "selector", 0, "MATCHERS", &o.selector,
+        HBM_OPT(HBM_OPT_STRING, "selector", 0, "MATCHERS", &o.selector,
                 "narrow by label, PromQL matchers without braces:\n"
                 "'pool=\"a100\"', 'job=\"hbmctl\",zone=~\"eu.*\"'"),
-        CLI_OPT(CLI_STRING, "bearer-token-file", 0, "FILE", &token_file,
+        HBM_OPT(HBM_OPT_STRING, "bearer-token-file", 0, "FILE", &token_file,
                 "send the token in FILE (Authorization: Bearer)"),
-        CLI_OPT(CLI_STRING, "user", 0, "NAME", &o.username,
+        HBM_OPT(HBM_OPT_STRING, "user", 0, "NAME", &o.username,
                 "basic auth user; the password from --password-file"),
-        CLI_OPT(CLI_STRING, "password-file", 0, "FILE", &password_file, "basic auth password"),
-        CLI_OPT(CLI_STRING, "ca-file", 0, "FILE", &o.ca_file,
+        HBM_OPT(HBM_OPT_STRING, "password-file", 0, "FILE", &password_file, "basic auth password"),
+        HBM_OPT(HBM_OPT_STRING, "ca-file", 0, "FILE", &o.ca_file,
                 "CA bundle that signed the server's certificate"),
-        CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &o.timeout_s,
+        HBM_OPT(HBM_OPT_DURATION, "timeout", 0, "DUR", &o.timeout_s,
                 "time limit for all queries together (default 10s)", .min = 1e-9,
                 .why = "must be > 0"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "fleet", .usage = "--prometheus URL [--selector MATCHERS] [OPTIONS]",
-        .about = about, .opts = opts, .groups = CLI_G_JSON, .common = &common,
+        .about = about, .opts = opts, .groups = HBM_OPT_G_JSON, .common = &common,
         .json_help = "{prometheus, at, nodes: [{instance, hostname, stale,\n"
                      "devices: [...], findings: [...], last_remediation}]} (docs/fleet.md)",
         .exits = "exit: 0 every node clean, 1 a device ORPHANED, UNACCOUNTED or UNHEALTHY, a\n"

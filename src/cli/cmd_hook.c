@@ -78,18 +78,18 @@ int cmd_hook(int argc, char **argv)
     double deadline = 30, grace = 5;
     bool dry_run = false;
     const char *audit = NULL;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_DURATION, "deadline", 0, "DURATION", &deadline,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_DURATION, "deadline", 0, "DURATION", &deadline,
                 "the hook ends by then, whatever it waits on (default 30s)", .min = 1,
                 .why = "must be at least 1s"),
-        CLI_OPT(CLI_DURATION, "grace", 0, "DURATION", &grace,
+        HBM_OPT(HBM_OPT_DURATION, "grace", 0, "DURATION", &grace,
                 "SIGTERM to SIGKILL (default 5s; at most a third of --deadline)"),
-        CLI_OPT(CLI_FLAG, "dry-run", 0, NULL, &dry_run, "say what it would end; end nothing"),
-        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &audit,
+        HBM_OPT(HBM_OPT_FLAG, "dry-run", 0, NULL, &dry_run, "say what it would end; end nothing"),
+        HBM_OPT(HBM_OPT_STRING, "audit-log", 0, "FILE", &audit,
                 "default $HBMCTL_AUDIT_LOG, else /var/log/hbmctl/audit.jsonl"),
-        CLI_OPTS_END,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "hook", .usage = "poststop [--deadline DURATION] [--grace DURATION] [--dry-run] [--audit-log FILE]",
         .about = "An OCI poststop hook (podman, CRI-O: deploy/oci-hooks/). Reads the runtime's state\n"
                  "on stdin, the devices of the bundle's config.json, and ends the processes that\n"
@@ -100,10 +100,10 @@ int cmd_hook(int argc, char **argv)
         .exits = "exit: always 0 (its own errors are logged to stderr and the audit log: a hook\n"
                  "      must never fail the container's stop)\n",
     };
-    cli_args args;
+    hbm_opt_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
     bool stage = args.nargs == 1 && !strcmp(args.args[0], "poststop");
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     if (rc != CLI_CONTINUE)
         return CLI_EXIT_OK;
     hbm_clean_opts o = {.grace_s = grace < deadline / 3 ? grace : deadline / 3,

@@ -10,20 +10,20 @@ int cmd_leases(int argc, char **argv)
 {
     const char *dir_opt = NULL;
     bool all = false;
-    cli_common c;
-    cli_common_init(&c);
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &dir_opt,
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "lease-dir", 0, "DIR", &dir_opt,
                 "default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR),
-        CLI_OPT(CLI_FLAG, "all", 0, NULL, &all, "also list lease files nobody holds"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT(HBM_OPT_FLAG, "all", 0, NULL, &all, "also list lease files nobody holds"),
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "leases", .usage = "[--lease-dir DIR] [--all] [--json]",
         .about = "Lists device leases (taken by `pick --lease` and `run --devices`) with their\n"
                  "holder. A lease ends when its holder exits; `hbmctl release NAME` ends one.\n",
-        .opts = opts, .groups = CLI_G_JSON, .common = &c,
+        .opts = opts, .groups = HBM_OPT_G_JSON, .common = &c,
         .json_help = "{\"dir\", \"leases\": [{\"device\",\"name\",\"pid\",\"hold_pid\","
                      "\"since\",\"held\"}]}",
         .exits = "HOLDER is the process that keeps the lock; HOLD-PID the one whose exit ends it.\n"

@@ -35,40 +35,40 @@ static void print_refusals(const hbm_pick_result *r)
 
 int cmd_pick(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
     hbm_pick_opts po = {.min_free_bytes = HBM_UNKNOWN};
     const char *lease_dir_opt = NULL;
     int format = FORMAT_ENV;
     long hold_pid = 0;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_SIZE, "min-free", 0, "SIZE", &po.min_free_bytes,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_SIZE, "min-free", 0, "SIZE", &po.min_free_bytes,
                 "refuse devices with less free memory (e.g. 30GiB)"),
-        CLI_OPT(CLI_ENUM, "format", 0, "F", &format,
+        HBM_OPT(HBM_OPT_ENUM, "format", 0, "F", &format,
                 "env (default): ASCEND_RT_VISIBLE_DEVICES=0,1\n"
                 "list: 0,1    json: {\"devices\",\"env\",\"refused\",\n"
                 "\"placement\",\"lease\"} (docs/doctor.md)", .choices = formats),
-        CLI_OPT(CLI_STRING, "lease", 0, "NAME", &po.lease_name,
+        HBM_OPT(HBM_OPT_STRING, "lease", 0, "NAME", &po.lease_name,
                 "take an exclusive lease on each device: a small holder\n"
                 "process keeps it until --hold-pid exits"),
-        CLI_OPT(CLI_COUNT, "hold-pid", 0, "PID", &hold_pid,
+        HBM_OPT(HBM_OPT_COUNT, "hold-pid", 0, "PID", &hold_pid,
                 "the process whose exit ends the lease (default: the caller,\n"
                 "i.e. pick's parent; from a pipeline or subshell pass $$)", .min = 1,
                 .max = 0x3fffffff, .why = "not a process id"),
-        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &lease_dir_opt,
+        HBM_OPT(HBM_OPT_STRING, "lease-dir", 0, "DIR", &lease_dir_opt,
                 "lease files (default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR ");\n"
                 "made mode 1777 with files 0666 so every user shares it"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "pick", .usage = "N [OPTIONS]", .about = about, .opts = opts,
-        .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c, .exits = exits, .max_args = 1,
+        .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &c, .exits = exits, .max_args = 1,
     };
-    cli_args args;
+    hbm_opt_args args;
     int prc = cli_parse(&spec, argc, argv, &args);
     const char *count = args.nargs == 1 ? args.args[0] : NULL;
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     if (prc != CLI_CONTINUE)
         return prc;
     if (c.json)

@@ -73,7 +73,7 @@ static const char *const samplers[] = {"flashinfer", "torch", NULL};
 
 /* What plan's own options ask. */
 typedef struct plan_args {
-    cli_common cc;
+    hbm_opt_common cc;
     const char *device;
     int64_t mem, free;
     int platform; /* index in platforms, -1 when not given */
@@ -105,74 +105,74 @@ static int engine_of_argv(int argc, char **argv, hbm_plan_input *in)
  * '--'). Returns CLI_CONTINUE or the exit code. */
 static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
 {
-    cli_common_init(&a->cc);
-    const cli_opt opts[] = {
-        CLI_HEAD("device"),
-        CLI_OPT(CLI_STRING, "device", 0, "NAME", &a->device,
+    hbm_opt_common_init(&a->cc);
+    const hbm_opt opts[] = {
+        HBM_OPT_HEAD("device"),
+        HBM_OPT(HBM_OPT_STRING, "device", 0, "NAME", &a->device,
                 "a known device (910B1..910B4-1, 910C, 310P3[-48G], A100-40G/80G,\n"
                 "A800, H100-80G, H800, H200, H20, B200, MI300X, MI325X, L40S, L20, L4,\n"
                 "A40, RTX6000Ada, 4090, 3090, A10, A10G; --list-devices)"),
-        CLI_FORM("--device auto",
+        HBM_OPT_FORM("--device auto",
                  "the live host: the first TP x PP devices that CUDA_VISIBLE_DEVICES /\n"
                  "ASCEND_RT_VISIBLE_DEVICES leaves (all when unset), their free\n"
                  "memory and holders"),
-        CLI_OPT(CLI_SIZE, "mem", 0, "SIZE", &a->mem,
+        HBM_OPT(HBM_OPT_SIZE, "mem", 0, "SIZE", &a->mem,
                 "total memory as the framework sees it (e.g. 43.24GiB)", .min = 1,
                 .why = "must be positive"),
-        CLI_OPT(CLI_SIZE, "free", 0, "SIZE", &a->free,
+        HBM_OPT(HBM_OPT_SIZE, "free", 0, "SIZE", &a->free,
                 "free memory at start-up (default: all of it, or live)"),
-        CLI_OPT(CLI_ENUM, "platform", 0, "P", &a->platform,
+        HBM_OPT(HBM_OPT_ENUM, "platform", 0, "P", &a->platform,
                 "cuda or ascend (with --mem; default cuda)", .choices = platforms,
                 .words = "cuda ascend"),
-        CLI_OPT(CLI_STRING, "engine", 0, "E", &a->engine,
+        HBM_OPT(HBM_OPT_STRING, "engine", 0, "E", &a->engine,
                 "the serving engine whose start-up is planned: vllm (default) or\n"
                 "sglang (its own flags, SGLang 0.2.0-0.5.6 rules) or mindie (its config\n"
                 "keys as flags: --npuMemSize, --maxSeqLen, ...; its config.json\n"
                 "after '--')"),
-        CLI_OPT(CLI_STRING, "vllm-version", 0, "V", &in->engine_version,
+        HBM_OPT(HBM_OPT_STRING, "vllm-version", 0, "V", &in->engine_version,
                 "rules of that release: vLLM 0.6.0-0.29.x, vllm-ascend 0.7.0-0.29.x\n"
                 "on Ascend; a newer release gets the newest rules (said so), an\n"
                 "older one is refused; default the newest"),
-        CLI_OPT(CLI_STRING, "engine-version", 0, "V", &in->engine_version,
+        HBM_OPT(HBM_OPT_STRING, "engine-version", 0, "V", &in->engine_version,
                 "the same for the engine --engine names"),
-        CLI_OPT(CLI_ENUM, "sampler", 0, "S", &a->sampler,
+        HBM_OPT(HBM_OPT_ENUM, "sampler", 0, "S", &a->sampler,
                 "the top-k/top-p sampler vLLM V1 warms up on CUDA: flashinfer (used\n"
                 "up to 0.10.1 when installed) or torch (later releases, or the log says\n"
                 "\"FlashInfer is not available\"); default the release's",
                 .choices = samplers, .words = "flashinfer torch"),
-        CLI_OPT(CLI_FLAG, "offline", 0, NULL, &in->vllm.llm_class,
+        HBM_OPT(HBM_OPT_FLAG, "offline", 0, NULL, &in->vllm.llm_class,
                 "the launch is Python's vllm.LLM(...), not vllm serve: vLLM's\n"
                 "offline batch defaults (more batched tokens) apply"),
-        CLI_OPT(CLI_COUNT, "serve", 0, "N", &a->serve,
+        HBM_OPT(HBM_OPT_COUNT, "serve", 0, "N", &a->serve,
                 "planning backwards: the cheapest launch (fewest devices, TP before\n"
                 "PP, then the lowest utilisation) that serves N concurrent requests\n"
                 "of --max-model-len tokens, printed as a whole vllm serve line and\n"
                 "re-planned; exit 1 and the closest when none does",
                 .min = 1, .why = "must be 1 or more"),
-        CLI_OPT(CLI_FLAG, "list-devices", 0, NULL, &a->list_devices,
+        HBM_OPT(HBM_OPT_FLAG, "list-devices", 0, NULL, &a->list_devices,
                 "print the device table and exit"),
-        CLI_OPT(CLI_FLAG, "list-flags", 0, NULL, &a->list_flags,
+        HBM_OPT(HBM_OPT_FLAG, "list-flags", 0, NULL, &a->list_flags,
                 "print the engine's flags accepted before '--' and what each does here"),
-        CLI_HEAD("vLLM flags (same names, same defaults as vLLM for that version and device)"),
-        CLI_TEXT(vllm_flags),
-        CLI_HEAD("output"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_HEAD("vLLM flags (same names, same defaults as vLLM for that version and device)"),
+        HBM_OPT_TEXT(vllm_flags),
+        HBM_OPT_HEAD("output"),
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
     if (engine_of_argv(argc, argv, in) < 0)
         return CLI_EXIT_ERROR;
     vllm_words v = {hbm_xcalloc((size_t)argc + 2, sizeof *v.w), 0, NULL, in->engine};
     v.w[v.n++] = "serve";
-    cli_spec spec = {
+    hbm_opt_spec spec = {
         .cmd = "plan", .usage = "MODEL_DIR|config.json [OPTIONS] [vLLM FLAGS] [-- vllm serve ...]",
-        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &a->cc,
+        .about = about, .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &a->cc,
         .exits = "exit: 0 vLLM starts, 1 it does not (the reasons and fixes are printed),\n"
                  "      2 could not look (unreadable model or safetensors header, bad flag, no "
                  "device)\n",
         .max_args = -1, .unknown = vllm_flag, .unknown_ctx = &v,
     };
-    v.own = cli_opt_names(&spec);
-    cli_args args;
+    v.own = hbm_opt_names(&spec);
+    hbm_opt_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
     int before = args.dash >= 0 ? args.dash : args.nargs;
     for (int i = 0; i < before; i++)
@@ -194,7 +194,7 @@ static int parse(plan_args *a, hbm_plan_input *in, int argc, char **argv)
     }
     free(v.w);
     free(v.own);
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     return rc;
 }
 

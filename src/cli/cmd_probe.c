@@ -48,7 +48,7 @@ static void deadline_arm(double seconds)
 }
 
 /* Observes as the check needs: with the host's processes joined or from the driver alone. */
-static bool observe(cli_common *common, bool host, hbm_obs *obs, hbm_err *err)
+static bool observe(hbm_opt_common *common, bool host, hbm_obs *obs, hbm_err *err)
 {
     hbm_obs_init(obs);
     common->src.no_host = !host;
@@ -69,7 +69,7 @@ static void report(hbm_probe *p, bool json)
 }
 
 /* --npd CHECK: NPD's one line, cut to what NPD keeps, and its exit code. */
-static int npd_run(cli_common *common, hbm_npd_check c, const char *history,
+static int npd_run(hbm_opt_common *common, hbm_npd_check c, const char *history,
                    const hbm_probe_progress_opts *po)
 {
     char line[700];
@@ -90,58 +90,59 @@ static int npd_run(cli_common *common, hbm_npd_check c, const char *history,
 
 int cmd_probe(int argc, char **argv)
 {
-    cli_common common;
-    cli_common_init(&common);
+    hbm_opt_common common;
+    hbm_opt_common_init(&common);
     cli_limit max = {HBM_UNKNOWN, NAN};
     double timeout = 2, deadline = -1;
-    cli_devices devices = {{0}, 0};
+    hbm_opt_devices devices = {{0}, 0};
     const char *url = NULL;
     bool no_devices = false;
     hbm_probe_progress_opts po = {.stall = 60};
     int npd = -1;
     const char *history = "/run/hbmctl/npd-history.json";
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_CALL, "max-mem", 0, "PCT|SIZE", &max,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_CALL, "max-mem", 0, "PCT|SIZE", &max,
                 "unhealthy when a checked device uses more (80%, 0.8, 60GiB)", .fn = cli_read_limit,
                 .words = "80% 90% 95%"),
-        CLI_OPT(CLI_DEVICES, "device", 0, "ID", &devices,
+        HBM_OPT(HBM_OPT_DEVICES, "device", 0, "ID", &devices,
                 "check only this device (logic id on Ascend, index on NVIDIA);\n"
                 "repeat for several; default every device"),
-        CLI_OPT(CLI_STRING, "url", 0, "URL", &url,
+        HBM_OPT(HBM_OPT_STRING, "url", 0, "URL", &url,
                 "unhealthy unless a GET answers 2xx within --timeout"),
-        CLI_OPT(CLI_STRING, "metrics-url", 0, "URL", &po.url,
+        HBM_OPT(HBM_OPT_STRING, "metrics-url", 0, "URL", &po.url,
                 "the server's Prometheus /metrics (vLLM, SGLang, MindIE):\n"
                 "unhealthy once work runs or waits and no token came for\n"
                 "--stall; the previous sample is kept in --state-file"),
-        CLI_OPT(CLI_DURATION, "stall", 0, "DUR", &po.stall,
+        HBM_OPT(HBM_OPT_DURATION, "stall", 0, "DUR", &po.stall,
                 "no token this long with work is a stall (default 60s)", .min = 1e-9,
                 .why = "must be above 0", .words = "30s 1m 5m"),
-        CLI_OPT(CLI_STRING, "state-file", 0, "FILE", &po.state_file,
+        HBM_OPT(HBM_OPT_STRING, "state-file", 0, "FILE", &po.state_file,
                 "where the previous sample lives (default\n"
                 "/run/hbmctl/progress-HASH.json, one per URL); missing or\n"
                 "corrupt: a first sample, healthy, judged at the next run"),
-        CLI_OPT(CLI_DURATION, "timeout", 0, "DUR", &timeout, "HTTP time limit (default 2s)",
+        HBM_OPT(HBM_OPT_DURATION, "timeout", 0, "DUR", &timeout, "HTTP time limit (default 2s)",
                 .min = 1e-9, .why = "must be above 0"),
-        CLI_OPT(CLI_DURATION, "deadline", 0, "DUR", &deadline,
+        HBM_OPT(HBM_OPT_DURATION, "deadline", 0, "DUR", &deadline,
                 "give up on everything after this (default 10s, 4s with --npd):\nexit 2",
                 .min = 1e-9, .why = "must be above 0"),
-        CLI_OPT(CLI_FLAG, "no-devices", 0, NULL, &no_devices,
+        HBM_OPT(HBM_OPT_FLAG, "no-devices", 0, NULL, &no_devices,
                 "check only the URLs (no driver query)"),
-        CLI_OPT(CLI_ENUM, "npd", 0, "CHECK", &npd,
+        HBM_OPT(HBM_OPT_ENUM, "npd", 0, "CHECK", &npd,
                 "node-problem-detector custom plugin: orphaned, unaccounted,\n"
                 "unhealthy or leaking devices, or a stalled server (with\n"
                 "--metrics-url); exit 0 OK, 1 NonOK, 2 Unknown,\n"
                 "one line of at most 80 characters (docs/kubernetes.md)",
                 .choices = hbm_npd_names),
-        CLI_OPT(CLI_STRING, "history", 0, "FILE", &history,
+        HBM_OPT(HBM_OPT_STRING, "history", 0, "FILE", &history,
                 "memory history kept between --npd leaking runs\n"
                 "(default /run/hbmctl/npd-history.json)"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "probe", .usage = "[--max-mem PCT|SIZE] [--device ID]... [--url URL] [OPTIONS]",
-        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &common,
+        .about = about, .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE,
+        .common = &common,
         .json_help = "{\"status\", \"exit\", \"reason\", \"checks\": [...]}",
         .snapshot_help = "check a snapshot instead of the live devices",
         .exits = "exit: 0 healthy (progressing, idle or a first sample), 1 unhealthy (a stall,\n"

@@ -27,14 +27,14 @@ int cmd_release(int argc, char **argv)
 {
     const char *dir_opt = NULL;
     double timeout = 10;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "lease-dir", 0, "DIR", &dir_opt,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "lease-dir", 0, "DIR", &dir_opt,
                 "default $HBMCTL_LEASE_DIR, else " HBM_LEASE_DEFAULT_DIR),
-        CLI_OPT(CLI_DURATION, "timeout", 0, "DURATION", &timeout,
+        HBM_OPT(HBM_OPT_DURATION, "timeout", 0, "DURATION", &timeout,
                 "how long to wait for the locks to drop (default 10s)"),
-        CLI_OPTS_END,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "release", .usage = "NAME [--lease-dir DIR] [--timeout DURATION]",
         .about = "Ends the lease NAME: sends SIGTERM to its holder process (checked by start time,\n"
                  "through a pidfd) and waits until its devices are free. Lease files are writable\n"
@@ -45,10 +45,10 @@ int cmd_release(int argc, char **argv)
                  "      signalled (not its owner, or it does not hold the file), or a lock is still\n"
                  "      held after --timeout\n",
     };
-    cli_args args;
+    hbm_opt_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
     const char *name = args.nargs == 1 ? args.args[0] : NULL;
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     if (rc != CLI_CONTINUE)
         return rc;
     if (!name) {

@@ -62,7 +62,7 @@ static int read_health_url(void *dst, const char *v, char *why, size_t n)
 
 /* What the command line asks of run besides the supervisor's own options. */
 typedef struct run_args {
-    cli_common cc;
+    hbm_opt_common cc;
     const char *devices, *lease_name, *model;
     bool expandable;
     char **cmd; /* COMMAND and its arguments: argv's NULL-terminated tail */
@@ -87,80 +87,81 @@ static int progress_url(hbm_run_opts *o, char *buf, size_t n)
 
 static int parse(run_args *a, hbm_run_opts *o, cli_run_sinks *rc, int argc, char **argv)
 {
-    cli_common_init(&a->cc);
+    hbm_opt_common_init(&a->cc);
     a->lease_name = "run";
     long retries = o->health_retries;
-    const cli_opt opts[] = {
-        CLI_HEAD("before the start"),
-        CLI_OPT(CLI_STRING, "devices", 0, "N|LIST", &a->devices,
+    const hbm_opt opts[] = {
+        HBM_OPT_HEAD("before the start"),
+        HBM_OPT(HBM_OPT_STRING, "devices", 0, "N|LIST", &a->devices,
                 "pick N free devices, or these ids (0,1  4-7  5,), lease\n"
                 "them and export ASCEND_RT_VISIBLE_DEVICES/CUDA_VISIBLE_DEVICES"),
-        CLI_OPT(CLI_STRING, "lease-name", 0, "NAME", &a->lease_name,
+        HBM_OPT(HBM_OPT_STRING, "lease-name", 0, "NAME", &a->lease_name,
                 "name of the leases (default run)"),
-        CLI_OPT(CLI_FLAG, "expandable-segments", 0, NULL, &a->expandable,
+        HBM_OPT(HBM_OPT_FLAG, "expandable-segments", 0, NULL, &a->expandable,
                 "set PYTORCH_NPU_ALLOC_CONF/PYTORCH_CUDA_ALLOC_CONF to\n"
                 "expandable_segments:True unless already set otherwise"),
-        CLI_OPT(CLI_STRING, "preflight", 0, "MODEL_DIR", &a->model,
+        HBM_OPT(HBM_OPT_STRING, "preflight", 0, "MODEL_DIR", &a->model,
                 "plan the launch first (serving flags from COMMAND) and\n"
                 "refuse to start when vLLM would fail (exit 125)"),
-        CLI_HEAD("tree and stop"),
-        CLI_OPT(CLI_FLAG, "setsid", 0, NULL, &o->setsid,
+        HBM_OPT_HEAD("tree and stop"),
+        HBM_OPT(HBM_OPT_FLAG, "setsid", 0, NULL, &o->setsid,
                 "the command in its own session (no controlling terminal)"),
-        CLI_OPT(CLI_FLAG, "no-cgroup", 0, NULL, &o->no_cgroup,
+        HBM_OPT(HBM_OPT_FLAG, "no-cgroup", 0, NULL, &o->no_cgroup,
                 "no cgroup v2 leaf even when one can be made"),
-        CLI_OPT(CLI_DURATION, "grace", 0, "DUR", &o->grace_s, "SIGTERM to SIGKILL (default 30s)"),
-        CLI_OPT(CLI_DURATION, "kill-timeout", 0, "DUR", &o->kill_wait_s,
+        HBM_OPT(HBM_OPT_DURATION, "grace", 0, "DUR", &o->grace_s,
+                "SIGTERM to SIGKILL (default 30s)"),
+        HBM_OPT(HBM_OPT_DURATION, "kill-timeout", 0, "DUR", &o->kill_wait_s,
                 "bound on waiting after SIGKILL (default 10s)"),
-        CLI_OPT(CLI_DURATION, "release-timeout", 0, "DUR", &o->release_timeout_s,
+        HBM_OPT(HBM_OPT_DURATION, "release-timeout", 0, "DUR", &o->release_timeout_s,
                 "bound on waiting for device memory (default 60s)"),
-        CLI_HEAD("while running"),
-        CLI_OPT(CLI_CALL, "restart", 0, "POLICY", &o->restart,
+        HBM_OPT_HEAD("while running"),
+        HBM_OPT(HBM_OPT_CALL, "restart", 0, "POLICY", &o->restart,
                 "never, on-failure, always (default never)", .fn = read_restart,
                 .words = "never on-failure always"),
-        CLI_OPT(CLI_CALL, "max-restarts", 0, "N[/WIN]", &o->budget,
+        HBM_OPT(HBM_OPT_CALL, "max-restarts", 0, "N[/WIN]", &o->budget,
                 "restart budget (default 5/1d)", .fn = read_budget),
-        CLI_OPT(CLI_DURATION, "backoff", 0, "DUR", &o->backoff_s,
+        HBM_OPT(HBM_OPT_DURATION, "backoff", 0, "DUR", &o->backoff_s,
                 "first restart delay, doubled each time up to 60s (default 1s)"),
-        CLI_OPT(CLI_RATIO, "restart-on-mem", 0, "PCT", &o->restart_on_mem,
+        HBM_OPT(HBM_OPT_RATIO, "restart-on-mem", 0, "PCT", &o->restart_on_mem,
                 "drain and restart when device memory stays above PCT",
                 .words = "80% 90% 95%"),
-        CLI_OPT(CLI_DURATION, "mem-window", 0, "DUR", &o->mem_window_s,
+        HBM_OPT(HBM_OPT_DURATION, "mem-window", 0, "DUR", &o->mem_window_s,
                 "... for this long (default 60s)"),
-        CLI_OPT(CLI_DURATION, "mem-interval", 0, "DUR", &o->mem_interval_s,
+        HBM_OPT(HBM_OPT_DURATION, "mem-interval", 0, "DUR", &o->mem_interval_s,
                 "memory sampling period (default 5s)", .min = 1e-9, .why = "must be positive"),
-        CLI_OPT(CLI_CALL, "health-url", 0, "URL", &o->health_url,
+        HBM_OPT(HBM_OPT_CALL, "health-url", 0, "URL", &o->health_url,
                 "readiness wait, then periodic GET (2xx = healthy)", .fn = read_health_url),
-        CLI_OPT(CLI_DURATION, "health-interval", 0, "DUR", &o->health_interval_s,
+        HBM_OPT(HBM_OPT_DURATION, "health-interval", 0, "DUR", &o->health_interval_s,
                 "between health checks (default 10s)"),
-        CLI_OPT(CLI_DURATION, "health-timeout", 0, "DUR", &o->health_timeout_s,
+        HBM_OPT(HBM_OPT_DURATION, "health-timeout", 0, "DUR", &o->health_timeout_s,
                 "one health check (default 5s)"),
-        CLI_OPT(CLI_COUNT, "health-retries", 0, "N", &retries,
+        HBM_OPT(HBM_OPT_COUNT, "health-retries", 0, "N", &retries,
                 "failures in a row that make it unhealthy (default 3)", .min = 1,
                 .max = 1000000, .why = "expected 1 or more"),
-        CLI_OPT(CLI_DURATION, "ready-timeout", 0, "DUR", &o->ready_timeout_s,
+        HBM_OPT(HBM_OPT_DURATION, "ready-timeout", 0, "DUR", &o->ready_timeout_s,
                 "give up waiting for readiness (default: wait)"),
-        CLI_OPT(CLI_DURATION, "stall", 0, "DUR", &o->stall_s,
+        HBM_OPT(HBM_OPT_DURATION, "stall", 0, "DUR", &o->stall_s,
                 "unhealthy (restarted under --restart) when the server's\n"
                 "/metrics shows work running or waiting and no token for\n"
                 "DUR; read at each health check (vLLM, SGLang, MindIE)", .min = 1e-9,
                 .why = "must be positive", .words = "30s 1m 5m"),
-        CLI_OPT(CLI_STRING, "metrics-url", 0, "URL", &o->metrics_url,
+        HBM_OPT(HBM_OPT_STRING, "metrics-url", 0, "URL", &o->metrics_url,
                 "where (default: /metrics of --health-url's server)"),
-        CLI_HEAD("other"),
-        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &rc->audit_path,
+        HBM_OPT_HEAD("other"),
+        HBM_OPT(HBM_OPT_STRING, "audit-log", 0, "FILE", &rc->audit_path,
                 "where kills and removals are recorded\n"
                 "(default $HBMCTL_AUDIT_LOG or " HBM_AUDIT_DEFAULT_PATH ")"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "run", .usage = "[OPTIONS] -- COMMAND [ARGS...]", .about = about, .opts = opts,
-        .groups = CLI_G_LIVE, .common = &a->cc, .exits = exits,
+        .groups = HBM_OPT_G_LIVE, .common = &a->cc, .exits = exits,
         .bad_exit = HBM_RUN_EXIT_FAILED, .max_args = -1,
         /* options end at the first word of COMMAND, so its own flags stay its own */
         .stop_at_arg = true,
     };
-    cli_args args;
+    hbm_opt_args args;
     int prc = cli_parse(&spec, argc, argv, &args);
     o->health_retries = (int)retries;
     if (prc == CLI_CONTINUE && args.nargs == 0) {
@@ -173,7 +174,7 @@ static int parse(run_args *a, hbm_run_opts *o, cli_run_sinks *rc, int argc, char
         a->cmd = argv + argc - args.nargs; /* with stop_at_arg the arguments are argv's tail */
         a->ncmd = args.nargs;
     }
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     return prc;
 }
 

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "opt.h"
 #include "cli_findings.h"
 #include "hbm/audit.h"
 #include "hbm/slurm.h"
@@ -74,46 +73,47 @@ static void print_result(const hbm_slurm_opts *o, const hbm_slurm_result *r)
 
 int cmd_slurm(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
     char host[256];
     hbm_slurm_opts o = {0};
     hbm_slurm_env_read(&o.env, host, sizeof host);
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "node", 0, "NAME", &o.env.node,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "node", 0, "NAME", &o.env.node,
                 "the Slurm node (default $SLURMD_NODENAME, else the host name)"),
-        CLI_OPT(CLI_STRING, "devices", 0, "LIST", &o.env.devices,
+        HBM_OPT(HBM_OPT_STRING, "devices", 0, "LIST", &o.env.devices,
                 "the job's devices, e.g. 0,1 or 0-3 (ids as status shows them)"),
-        CLI_OPT(CLI_DURATION, "grace", 0, "DUR", &o.grace_s,
+        HBM_OPT(HBM_OPT_DURATION, "grace", 0, "DUR", &o.grace_s,
                 "epilog: SIGTERM to SIGKILL (default 5s)", .min = 1e-9,
                 .why = "must be above 0"),
-        CLI_OPT(CLI_DURATION, "settle", 0, "DUR", &o.settle_s,
+        HBM_OPT(HBM_OPT_DURATION, "settle", 0, "DUR", &o.settle_s,
                 "epilog: how long memory may take to return (default 20s)", .min = 1e-9,
                 .why = "must be above 0"),
-        CLI_OPT(CLI_FLAG, "no-drain", 0, NULL, &o.no_drain, "report only: never change the node"),
-        CLI_OPT(CLI_STRING, "scontrol", 0, "FILE", &o.scontrol,
+        HBM_OPT(HBM_OPT_FLAG, "no-drain", 0, NULL, &o.no_drain,
+                "report only: never change the node"),
+        HBM_OPT(HBM_OPT_STRING, "scontrol", 0, "FILE", &o.scontrol,
                 "the scontrol program (default scontrol on PATH)"),
-        CLI_OPT(CLI_STRING, "audit-log", 0, "FILE", &o.audit_path,
+        HBM_OPT(HBM_OPT_STRING, "audit-log", 0, "FILE", &o.audit_path,
                 "audit log (default $HBMCTL_AUDIT_LOG, else\n" HBM_AUDIT_DEFAULT_PATH ")"),
-        CLI_OPT(CLI_STRING, "state-dir", 0, "DIR", &o.state_dir,
+        HBM_OPT(HBM_OPT_STRING, "state-dir", 0, "DIR", &o.state_dir,
                 "where the prolog notes a refusal and the devices scontrol\n"
                 "named, for the job's epilog (default " HBM_SLURM_STATE_DEFAULT ")"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "slurm", .usage = "prolog|epilog|healthcheck [OPTIONS]", .about = about,
-        .opts = opts, .groups = CLI_G_JSON | CLI_G_LIVE, .common = &c, .max_args = 1,
+        .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_LIVE, .common = &c, .max_args = 1,
         .json_help = "{\"mode\", \"node\", \"job\", \"devices\", \"problem\", \"ended\", ...}",
         .exits = "exit: 0 clean; 1 a problem (the node drained unless --no-drain or its state\n"
                  "      is not hbmctl's to change); 2 could not look or act (bad option or job\n"
                  "      id, no backend, the job's devices unknown, scontrol failed, audit log\n"
                  "      or state dir not writable)\n",
     };
-    cli_args args;
+    hbm_opt_args args;
     int rc = cli_parse(&spec, argc, argv, &args);
     bool mode_ok = rc == CLI_CONTINUE && args.nargs == 1 && hbm_slurm_mode_parse(args.args[0], &o.mode);
-    cli_args_free(&args);
+    hbm_opt_args_free(&args);
     if (rc != CLI_CONTINUE)
         return rc;
     if (!mode_ok) {

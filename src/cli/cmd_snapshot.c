@@ -10,22 +10,22 @@
 
 int cmd_snapshot(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
     const char *out = NULL;
     c.src.progress_interval_s = 5;
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_STRING, "output", 'o', "FILE", &out,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_STRING, "output", 'o', "FILE", &out,
                 "write to FILE instead of standard output"),
-        CLI_OPT(CLI_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
+        HBM_OPT(HBM_OPT_DURATION, "progress-interval", 0, "DUR", &c.src.progress_interval_s,
                 "read the /metrics of each inference server found listening here\n"
                 "twice this far apart and keep what they showed (default 5s; 0 =\n"
                 "do not): doctor --snapshot then judges server-stalled as live",
                 .min = 0, .words = "0 1s 5s"),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "snapshot", .usage = "[-o FILE] [--snapshot FILE] [--backend NAME] [--root DIR]",
         .about =
             "Writes the devices, their processes, the host facts (device-file holders, SysV and\n"
@@ -34,7 +34,7 @@ int cmd_snapshot(int argc, char **argv)
             "docs/snapshot.md). Every read-only command replays it with --snapshot FILE.\n"
             "With no device source it writes the host facts alone (backend \"none\", the\n"
             "reason in backend_why) and says so on stderr.\n",
-        .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c,
+        .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &c,
         .json_help = "accepted; the output is JSON anyway",
         .exits = "exit: 0 written, 2 could not write, or could not look (unreadable input, a\n"
                  "      --backend named that is unavailable)\n",

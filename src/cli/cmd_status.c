@@ -160,10 +160,10 @@ static void render(const hbm_obs *obs)
 
 int cmd_status(int argc, char **argv)
 {
-    cli_common c;
-    cli_common_init(&c);
-    const cli_opt opts[] = {CLI_GROUPS_HERE, CLI_OPTS_END};
-    const cli_spec spec = {
+    hbm_opt_common c;
+    hbm_opt_common_init(&c);
+    const hbm_opt opts[] = {HBM_OPT_GROUPS_HERE, HBM_OPTS_END};
+    const hbm_opt_spec spec = {
         .cmd = "status", .usage = "[--json] [--snapshot FILE] [--backend NAME] [--root DIR]",
         .about = "Shows every device (health, power, temperature, utilisation, memory, hugepages),\n"
                  "the processes on it, and a verdict per device with its reason:\n"
@@ -174,7 +174,7 @@ int cmd_status(int argc, char **argv)
                  "               container removed)\n"
                  "  UNHEALTHY    the driver says the device is not healthy\n\n"
                  "--snapshot accepts a snapshot (hbmctl snapshot) or raw 'npu-smi info' text.\n",
-        .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c,
+        .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE, .common = &c,
         .exits = "exit: 0 shown, 2 could not look (the message names the file and line)\n",
     };
     int rc = cli_parse_options(&spec, argc, argv);

@@ -143,7 +143,7 @@ int cmd_watch(int argc, char **argv)
 {
     static watch_ctx c; /* large (history rings): not on the stack */
     memset(&c, 0, sizeof c);
-    cli_common_init(&c.common);
+    hbm_opt_common_init(&c.common);
     c.interval = 1.0;
     hbm_leak_params lp;
     hbm_leak_params_default(&lp);
@@ -151,32 +151,33 @@ int cmd_watch(int argc, char **argv)
     long steps = (long)lp.steps;
     bool plain = false;
     hbm_progress_servers_init(&c.servers, 60, 2);
-    const cli_opt opts[] = {
-        CLI_OPT(CLI_DURATION, "interval", 0, "DUR", &c.interval,
+    const hbm_opt opts[] = {
+        HBM_OPT(HBM_OPT_DURATION, "interval", 0, "DUR", &c.interval,
                 "time between samples (default 1s; 250ms, 2s, 1m)", .min = 0.01,
                 .why = "want 10ms or more"),
-        CLI_OPT(CLI_COUNT, "count", 0, "N", &c.count,
+        HBM_OPT(HBM_OPT_COUNT, "count", 0, "N", &c.count,
                 "stop after N samples (default: until interrupted)", .min = 1,
                 .why = "want a number of samples, 1 or more"),
-        CLI_OPT(CLI_FLAG, "plain", 0, NULL, &plain, "line output even on a terminal"),
-        CLI_OPT(CLI_DEVICES, "device", 0, "ID", &c.only,
+        HBM_OPT(HBM_OPT_FLAG, "plain", 0, NULL, &plain, "line output even on a terminal"),
+        HBM_OPT(HBM_OPT_DEVICES, "device", 0, "ID", &c.only,
                 "only this device (logic id on Ascend, index on NVIDIA);\n"
                 "repeat for several"),
-        CLI_OPT(CLI_CALL, "threshold", 0, "PCT|SIZE", &threshold,
+        HBM_OPT(HBM_OPT_CALL, "threshold", 0, "PCT|SIZE", &threshold,
                 "report crossings of this level (default 90%; 'none')", .fn = read_threshold,
                 .words = "80% 90% 95% none"),
-        CLI_OPT(CLI_SIZE, "leak-step", 0, "SIZE", &lp.step_min_bytes,
+        HBM_OPT(HBM_OPT_SIZE, "leak-step", 0, "SIZE", &lp.step_min_bytes,
                 "smallest step counted (default 512MiB)", .min = 1, .why = "want a size"),
-        CLI_OPT(CLI_COUNT, "leak-steps", 0, "N", &steps,
+        HBM_OPT(HBM_OPT_COUNT, "leak-steps", 0, "N", &steps,
                 "unreturned steps that make a leak (default 3)", .min = 1,
                 .max = HBM_LEAK_LEVELS_MAX - 1),
         CLI_PROGRESS_OPTS(&c.servers),
-        CLI_GROUPS_HERE,
-        CLI_OPTS_END,
+        HBM_OPT_GROUPS_HERE,
+        HBM_OPTS_END,
     };
-    const cli_spec spec = {
+    const hbm_opt_spec spec = {
         .cmd = "watch", .usage = "[--interval DUR] [--count N] [--plain] [OPTIONS]",
-        .about = about, .opts = opts, .groups = CLI_G_JSON | CLI_G_SOURCE, .common = &c.common,
+        .about = about, .opts = opts, .groups = HBM_OPT_G_JSON | HBM_OPT_G_SOURCE,
+        .common = &c.common,
         .json_help = "one JSON object per sample (JSON lines)",
         .snapshot_help = "watch a snapshot file, re-read at every sample",
         .exits = "exit: 0 done, 1 a leak or a server stall was reported during the run, 2 could\n"

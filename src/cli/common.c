@@ -6,7 +6,52 @@
 #include "cli.h"
 #include "hbm/watch.h"
 
-bool cli_observe(const cli_common *c, hbm_obs *obs)
+bool cli_opt_listing;
+
+static int usage_exit(const hbm_opt_spec *s)
+{
+    return s->bad_exit ? s->bad_exit : CLI_EXIT_ERROR;
+}
+
+int cli_parse(const hbm_opt_spec *s, int argc, char **argv, hbm_opt_args *out)
+{
+    char *text;
+    hbm_opt_result r = hbm_opt_parse(s, argc, argv, out, &text);
+    if (cli_opt_listing) { /* main passes no other word: nothing was parsed */
+        free(text);
+        text = hbm_opt_listing(s);
+    }
+    fputs(text ? text : "", r == HBM_OPT_BAD ? stderr : stdout);
+    free(text);
+    if (r == HBM_OPT_BAD)
+        return usage_exit(s);
+    return r == HBM_OPT_HELP || cli_opt_listing ? CLI_EXIT_OK : CLI_CONTINUE;
+}
+
+int cli_parse_options(const hbm_opt_spec *s, int argc, char **argv)
+{
+    hbm_opt_args args;
+    int rc = cli_parse(s, argc, argv, &args);
+    hbm_opt_args_free(&args);
+    return rc;
+}
+
+void cli_help(const hbm_opt_spec *s, FILE *f)
+{
+    char *text = hbm_opt_help(s);
+    fputs(text, f);
+    free(text);
+}
+
+int cli_bad_value(const hbm_opt_spec *s, const char *name, const char *value, const char *why)
+{
+    char *text = hbm_opt_bad_value(s, name, value, why);
+    fputs(text, stderr);
+    free(text);
+    return usage_exit(s);
+}
+
+bool cli_observe(const hbm_opt_common *c, hbm_obs *obs)
 {
     hbm_err err = {{0}};
     if (hbm_observe(obs, &c->src, &err) < 0) {

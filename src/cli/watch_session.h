@@ -10,10 +10,10 @@
 #include "hbm/watch.h"
 
 typedef struct watch_ctx {
-    cli_common common;
+    hbm_opt_common common;
     double interval;              /* seconds between samples */
     long count;                   /* samples to take; 0 = until stopped */
-    cli_devices only;             /* --device filter (user ids) */
+    hbm_opt_devices only;             /* --device filter (user ids) */
     hbm_progress_servers servers; /* owned; --metrics-url, sampled with the devices */
     hbm_watch_session s;          /* owned */
 } watch_ctx;

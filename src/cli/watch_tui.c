@@ -12,7 +12,6 @@
 
 #include <ncurses.h>
 
-#include "ncurses_lib.h"
 #include "watch_session.h"
 
 /* A history strip of `width` cells, newest on the right, scaled to the device total. */
@@ -251,7 +250,7 @@ int watch_tui_run(watch_ctx *c)
         cli_errorf("%s", c->s.error);
         return CLI_EXIT_ERROR;
     }
-    const char *why = watch_curses_load();
+    const char *why = hbm_watch_curses_load();
     if (why) {
         cli_errorf("watch: cannot start the terminal view: %s", why);
         return CLI_EXIT_ERROR;

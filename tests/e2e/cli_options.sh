@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every command parses with the one option table (src/cli/opt.c): its --help is generated
+# Every command parses with the one option table (src/opt/opt.c): its --help is generated
 # from the table (the same options `hbmctl __complete` lists, the same layout, 100 columns),
 # options a command does not take are refused by the parser with the usage exit, and a bad
 # value reads "hbmctl CMD: --name 'value': why".

@@ -1,8 +1,8 @@
 /* ncurses, loaded when the terminal view starts rather than linked, so the other commands
  * (`run` first of all, a container's PID 1) map neither it nor libtinfo. The entry points
- * watch_tui.c calls are defined here under the library's own names and forward to it;
- * hbmctl exports no symbol, so the library never binds to these. `stdscr` is this file's
- * copy of the library's, taken after every newterm and set_term. */
+ * the view's drawing (src/cli/watch_tui.c) calls are defined here under the library's own
+ * names and forward to it; hbmctl exports no symbol, so the library never binds to these.
+ * `stdscr` is this file's copy of the library's, taken after every newterm and set_term. */
 #ifdef HBM_HAVE_NCURSES
 #include <stdarg.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@
 #include <ncurses.h>
 
 #include "hbm/libload.h"
-#include "ncurses_lib.h"
+#include "hbm/watch.h"
 
 WINDOW *stdscr;
 
@@ -43,7 +43,7 @@ static struct {
     int (*vw_printw)(WINDOW *, const char *, va_list);
 } nc;
 
-const char *watch_curses_load(void)
+const char *hbm_watch_curses_load(void)
 {
     if (nc.tried)
         return nc.ok ? NULL : nc.why;
@@ -79,7 +79,7 @@ const char *watch_curses_load(void)
     return nc.ok ? NULL : nc.why;
 }
 
-/* Reached only after watch_curses_load succeeded (watch_tui_run checks it first). */
+/* Reached only after hbm_watch_curses_load succeeded (watch_tui_run checks it first). */
 SCREEN *newterm(const char *type, FILE *out, FILE *in)
 {
     SCREEN *s = nc.newterm(type, out, in);

@@ -135,6 +135,9 @@ typedef struct hbm_plan_model {
     /* quantisation named by the config (quantization_config.quant_method), "" none */
     char quant_method[32];
     unsigned quant_skip;           /* HBM_PLAN_QSKIP_*: modules the quantisation leaves out */
+    double quant_weight_bytes;     /* bytes per quantised weight with its scales as the
+                                      config spells them (compressed-tensors), 0 = the
+                                      method's usual width */
     int64_t expert_params;         /* routed experts' weights, all layers (architecture) */
     /* weights */
     int64_t weights_bytes;         /* checkpoint tensor bytes, HBM_UNKNOWN when none read */
@@ -272,6 +275,7 @@ typedef struct hbm_plan_input {
     const char *dtype;           /* borrowed: --dtype */
     int enforce_eager;           /* -1 unset, 0, 1 */
     int64_t kv_cache_memory_bytes;
+    int64_t num_gpu_blocks_override; /* blocks vLLM allocates in place of the budget's */
     const char *engine_version;  /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
                                     Ascend); NULL = newest rules; a newer one is
                                     planned with the newest rules, an older one refused */

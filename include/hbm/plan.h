@@ -76,8 +76,10 @@ typedef struct hbm_plan_devmem {
  * same in both. So: the table's total for a device the name matches whose size agrees
  * with the driver's (90-100.5% of it: a chip sold with several memory sizes must not take
  * another size's row), else the driver's own total; free = that total - driver used.
- * Fails when the driver gives no total or no used figure. */
-int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
+ * Under WSL2 (wsl2: the host fact) CUDA's total is the whole card less about 10 MiB, the
+ * driver's own (23.99 GiB for a 24 GB RTX 4090 where the native driver gives 23.64), so the
+ * driver's total is taken. Fails when the driver gives no total or no used figure. */
+int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform, bool wsl2,
                            int64_t driver_total, int64_t driver_used, hbm_plan_devmem *out,
                            hbm_err *err);
 
@@ -296,6 +298,7 @@ typedef struct hbm_plan_input {
     /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
      * NULL when whole) */
     const char *live_partial;
+    bool wsl2;                /* the live host is WSL2: the device's total is the driver's */
     hbm_plan_vllm_opts vllm;
     hbm_plan_sglang_opts sglang;
     hbm_plan_mindie_opts mindie;

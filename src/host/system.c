@@ -1,4 +1,4 @@
-/* System-wide host facts: SysV segments, hugepages, THP, TCP listeners, /dev/shm. */
+/* System-wide host facts: SysV segments, hugepages, THP, TCP listeners, /dev/shm, WSL2. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -323,6 +323,19 @@ static void judge_owner(const char *root, const char *name, hbm_posix_shm *o)
             snprintf(o->owner, sizeof o->owner, "%s", runtime_shm[i].runtime);
             return;
         }
+    }
+}
+
+void hbm_host_read_wsl(const char *root, hbm_host *h)
+{
+    size_t len;
+    char *s = slurp_path(root, "/proc/sys/kernel/osrelease", 256, &len);
+    h->wsl2 = s && (strcasestr(s, "microsoft") || strstr(s, "WSL2"));
+    free(s);
+    int fd = hbm_hio_open(root, "/dev/dxg", O_PATH);
+    if (fd >= 0) {
+        h->wsl2 = true;
+        close(fd);
     }
 }
 

@@ -307,6 +307,10 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     const hbm_plan_model *m = c->m;
     if (in->live_partial)
         plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
+    if (in->live && in->wsl2)
+        plan_add_note(res, hbm_xstrdup("WSL2: CUDA there reports the card's whole memory less "
+                                       "about 10 MiB as its total, so the driver's total is "
+                                       "planned with, not the native one of the device table"));
     plan_model_notes(m, res);
     if (c->r.mrv2)
         plan_add_note(res, hbm_xasprintf(

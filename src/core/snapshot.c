@@ -675,6 +675,7 @@ static const list_desc host_listeners = HOST_LIST(hbm_listener, listeners, nlist
 static const field host_fields[] = {
     FLD(hbm_host, "sees_host_pids", F_BOOL, sees_host_pids),
     FLD(hbm_host, "sees_host_pids_why", F_STRZ, sees_host_pids_why),
+    FLD(hbm_host, "wsl2", F_BOOL, wsl2),
     CUSTOM("clk_tck", put_clk_tck, get_clk_tck),
     CUSTOM("boot_time", put_boot_time, get_boot_time),
     LIST("holders", host_procs),

@@ -272,6 +272,16 @@ check "auto: 0.62 passes the check" grep -q -- '--gpu-memory-utilization 0.62' "
 if [ "$rc" -ne 1 ]; then cat "$tmp/out" "$tmp/err"; fi
 check "auto: device used named" grep -q 'uses GPU 0: the first 1, CUDA_VISIBLE_DEVICES not set' "$tmp/out"
 
+# WSL2 is a host fact a snapshot keeps: a 24 GB card that CUDA sizes at 24,564 MiB there is
+# planned at the driver's total when the snapshot says WSL2, at the native table's otherwise.
+sed -i "s/NVIDIA H100 80GB HBM3/NVIDIA GeForce RTX 4090/; s/$((81559 * MIB))/$((24564 * MIB))/" "$tmp/scenario.json"
+"$HBMCTL" snapshot >"$tmp/s.json"
+jq '.host.wsl2 = true' "$tmp/s.json" >"$tmp/wsl.json"
+total() { HBMCTL_ROOT= "$HBMCTL" plan "$fix/qwen3-14b" --device auto --max-model-len 4096 \
+    --snapshot "$1" --json | jq .memory_total_bytes; }
+check "snapshot: not WSL2, the native 4090" test "$(total "$tmp/s.json")" -lt $((24564 * MIB))
+check "snapshot: WSL2 kept, the driver's total" test "$(total "$tmp/wsl.json")" -eq $((24564 * MIB))
+
 # CUDA_VISIBLE_DEVICES chooses the devices, in its order: four GPUs, 0 and 2 busy
 dev() { # INDEX USED PID
     local c="[]"

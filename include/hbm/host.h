@@ -121,6 +121,9 @@ typedef struct hbm_host {
     int64_t devshm_used_bytes;
     hbm_listener *listeners;
     size_t nlisteners;
+    bool wsl2;                /* the kernel is WSL2's: /proc/sys/kernel/osrelease names
+                                 microsoft or WSL2, or /dev/dxg (its GPU paravirtualization
+                                 device) exists; CUDA's total there is the driver's */
 } hbm_host;
 
 typedef struct hbm_host_opts {

@@ -76,8 +76,10 @@ typedef struct hbm_plan_devmem {
  * same in both. So: the table's total for a device the name matches whose size agrees
  * with the driver's (90-100.5% of it: a chip sold with several memory sizes must not take
  * another size's row), else the driver's own total; free = that total - driver used.
- * Fails when the driver gives no total or no used figure. */
-int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
+ * Under WSL2 (wsl2: the host fact) CUDA's total is the whole card less about 10 MiB, the
+ * driver's own (23.99 GiB for a 24 GB RTX 4090 where the native driver gives 23.64), so the
+ * driver's total is taken. Fails when the driver gives no total or no used figure. */
+int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform, bool wsl2,
                            int64_t driver_total, int64_t driver_used, hbm_plan_devmem *out,
                            hbm_err *err);
 
@@ -135,6 +137,9 @@ typedef struct hbm_plan_model {
     /* quantisation named by the config (quantization_config.quant_method), "" none */
     char quant_method[32];
     unsigned quant_skip;           /* HBM_PLAN_QSKIP_*: modules the quantisation leaves out */
+    double quant_weight_bytes;     /* bytes per quantised weight with its scales as the
+                                      config spells them (compressed-tensors), 0 = the
+                                      method's usual width */
     int64_t expert_params;         /* routed experts' weights, all layers (architecture) */
     /* weights */
     int64_t weights_bytes;         /* checkpoint tensor bytes, HBM_UNKNOWN when none read */
@@ -272,6 +277,7 @@ typedef struct hbm_plan_input {
     const char *dtype;           /* borrowed: --dtype */
     int enforce_eager;           /* -1 unset, 0, 1 */
     int64_t kv_cache_memory_bytes;
+    int64_t num_gpu_blocks_override; /* blocks vLLM allocates in place of the budget's */
     const char *engine_version;  /* borrowed: the engine's release ("0.11.0"; vllm-ascend's on
                                     Ascend); NULL = newest rules; a newer one is
                                     planned with the newest rules, an older one refused */
@@ -292,6 +298,7 @@ typedef struct hbm_plan_input {
     /* the live input was a fragment (a cut npu-smi paste): why, named in a note (borrowed;
      * NULL when whole) */
     const char *live_partial;
+    bool wsl2;                /* the live host is WSL2: the device's total is the driver's */
     hbm_plan_vllm_opts vllm;
     hbm_plan_sglang_opts sglang;
     hbm_plan_mindie_opts mindie;

@@ -23,6 +23,7 @@ static const char vllm_flags[] =
     "--tensor-parallel-size --pipeline-parallel-size --gpu-memory-utilization\n"
     "--max-model-len --max-num-seqs --max-num-batched-tokens --kv-cache-dtype\n"
     "--block-size --quantization --dtype --enforce-eager --kv-cache-memory-bytes\n"
+    "--num-gpu-blocks-override\n"
     "Other common vLLM flags are accepted and skipped (--list-flags); an unknown option\n"
     "is an error (exit 2) naming the nearest known one. After '--', a whole\n"
     "'vllm serve MODEL ...' line is read the same way, and anything else there is skipped.\n";

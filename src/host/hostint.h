@@ -83,5 +83,6 @@ int hbm_host_read_huge(const char *root, hbm_host *h, hbm_err *err);
 int hbm_host_read_thp(const char *root, hbm_host *h, hbm_err *err);
 int hbm_host_read_listeners(const char *root, hbm_host *h, hbm_err *err);
 void hbm_host_read_devshm(const char *root, hbm_host *h);
+void hbm_host_read_wsl(const char *root, hbm_host *h);
 
 #endif

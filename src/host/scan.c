@@ -540,6 +540,7 @@ int hbm_host_scan(hbm_host *h, const hbm_host_opts *opts, hbm_err *err)
         rc = hbm_host_read_thp(c.root, h, err);
     if (rc == 0) {
         hbm_host_read_devshm(c.root, h);
+        hbm_host_read_wsl(c.root, h);
         build_want(&c, o);
         build_indexes(&c);
         rc = scan_procs(&c, err);

@@ -1,4 +1,4 @@
-/* System-wide host facts: SysV segments, hugepages, THP, TCP listeners, /dev/shm. */
+/* System-wide host facts: SysV segments, hugepages, THP, TCP listeners, /dev/shm, WSL2. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -336,6 +336,19 @@ static bool is_mount_point(const char *root, const char *parent, int fd)
     bool mounted = fstat(fd, &self) == 0 && fstat(pfd, &up) == 0 && self.st_dev != up.st_dev;
     close(pfd);
     return mounted;
+}
+
+void hbm_host_read_wsl(const char *root, hbm_host *h)
+{
+    size_t len;
+    char *s = slurp_path(root, "/proc/sys/kernel/osrelease", 256, &len);
+    h->wsl2 = s && (strcasestr(s, "microsoft") || strstr(s, "WSL2"));
+    free(s);
+    int fd = hbm_hio_open(root, "/dev/dxg", O_PATH);
+    if (fd >= 0) {
+        h->wsl2 = true;
+        close(fd);
+    }
 }
 
 void hbm_host_read_devshm(const char *root, hbm_host *h)

@@ -25,7 +25,7 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
                             "%lld --max-num-batched-tokens %lld",
                             v->model, (long long)f->tp, pp, util, (long long)f->mml,
                             (long long)f->seqs, (long long)f->mnbt);
-    char *extra[12] = {0};
+    char *extra[13] = {0};
     int n = 0;
     if (f->block_given)
         extra[n++] = hbm_xasprintf(" --block-size %lld", (long long)f->block);
@@ -37,6 +37,9 @@ char *plan_flag_line(const plan_view *v, const plan_flags *f, const char *kv_dty
         extra[n++] = hbm_xstrdup(" --enforce-eager");
     if (f->kvmem >= 0)
         extra[n++] = hbm_xasprintf(" --kv-cache-memory-bytes %lld", (long long)f->kvmem);
+    if (f->blocks_override > 0)
+        extra[n++] = hbm_xasprintf(" --num-gpu-blocks-override %lld",
+                                   (long long)f->blocks_override);
     if (v->in->vllm.mm_limit_image >= 0 || v->in->vllm.mm_limit_video >= 0)
         extra[n++] = plan_mm_limits_flag(v->in);
     if (v->in->vllm.mm_processor_kwargs)

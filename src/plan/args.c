@@ -20,7 +20,7 @@ void hbm_plan_input_init(hbm_plan_input *in)
     in->max_model_len = in->max_num_seqs = in->max_num_batched_tokens = HBM_UNKNOWN;
     in->block_size = HBM_UNKNOWN;
     in->enforce_eager = in->vllm.enable_chunked_prefill = -1;
-    in->kv_cache_memory_bytes = HBM_UNKNOWN;
+    in->kv_cache_memory_bytes = in->num_gpu_blocks_override = HBM_UNKNOWN;
     in->serve_requests = HBM_UNKNOWN;
     in->sglang.max_total_tokens = in->sglang.cuda_graph_max_bs = HBM_UNKNOWN;
     in->vllm.mm_limit_image = in->vllm.mm_limit_video = HBM_UNKNOWN;
@@ -274,6 +274,11 @@ int plan_vllm_args(hbm_plan_input *in, int argc, char *const *argv, hbm_err *err
             if (hbm_parse_size(v, &b, err) < 0)
                 return hbm_err_prefix(err, "%s", f);
             in->kv_cache_memory_bytes = b;
+        } else if (!strcmp(f, "--num-gpu-blocks-override")) {
+            TAKE();
+            if (parse_int(f, v, &x, err) < 0 || x < 1)
+                return hbm_err_set(err, "%s: \"%s\" is not a positive count", f, v);
+            in->num_gpu_blocks_override = x;
         } else if (plan_mm_flag(f)) {
             if (!strstr(f, "skip-mm-profiling"))
                 TAKE();

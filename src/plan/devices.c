@@ -184,7 +184,7 @@ const hbm_plan_device *hbm_plan_device_match(const char *driver_name, int64_t dr
     return best;
 }
 
-int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
+int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform, bool wsl2,
                            int64_t driver_total, int64_t driver_used, hbm_plan_devmem *out,
                            hbm_err *err)
 {
@@ -196,7 +196,7 @@ int hbm_plan_device_memory(const char *driver_name, hbm_plan_platform platform,
     if (t && !size_fits(t, driver_total))
         t = NULL;
     out->row = t;
-    out->total_bytes = t ? t->total_bytes : driver_total;
+    out->total_bytes = t && !wsl2 ? t->total_bytes : driver_total;
     out->free_bytes = out->total_bytes - driver_used;
     if (out->free_bytes < 0)
         out->free_bytes = 0;

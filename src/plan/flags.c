@@ -23,7 +23,8 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--max-num-seqs", true, M}, {"--max-num-batched-tokens", true, M},
     {"--block-size", true, M}, {"--kv-cache-dtype", true, M}, {"--quantization", true, M},
     {"-q", true, M}, {"--dtype", true, M}, {"--kv-cache-memory-bytes", true, M},
-    {"--kv-cache-memory", true, M}, {"--enforce-eager", false, M},
+    {"--kv-cache-memory", true, M}, {"--num-gpu-blocks-override", true, M},
+    {"--enforce-eager", false, M},
     {"--no-enforce-eager", false, M}, {"--enable-chunked-prefill", false, M},
     {"--no-enable-chunked-prefill", false, M}, {"--limit-mm-per-prompt", true, M},
     {"--mm-processor-kwargs", true, M}, {"--mm-encoder-tp-mode", true, M},
@@ -97,7 +98,7 @@ const hbm_plan_flag plan_vllm_flags[] = {
     {"--speculative-disable-by-batch-size", true, I}, {"--speculative-max-model-len", true, I},
     {"--spec-decoding-acceptance-method", true, I}, {"--speculative-disable-mqa-scorer", false, I},
     /* change device memory in ways the planner does not model */
-    {"--cpu-offload-gb", true, U}, {"--num-gpu-blocks-override", true, U},
+    {"--cpu-offload-gb", true, U},
     {"--kv-transfer-config", true, U}, {"--speculative-draft-tensor-parallel-size", true, U},
     {"--speculative-model-quantization", true, U},
     {"--compilation-config", true, U}, {"-O", true, U}, {"--additional-config", true, U},

@@ -355,6 +355,10 @@ void plan_evaluate(const plan_ctx *c, const plan_flags *f, plan_outcome *o)
         return;
     }
     o->num_blocks = o->avail / l.page / l.gs;
+    /* vLLM counts the budget's blocks, then allocates the override's instead
+     * (kv_cache_utils.py get_num_blocks -> may_override_num_blocks) */
+    if (f->blocks_override > 0)
+        o->num_blocks = f->blocks_override;
     int64_t per_req = blocks_per_request(c, f, &l, f->mml);
     double needed = (double)per_req * (double)l.page * (double)l.gs;
     o->needed = needed > 9e18 ? INT64_MAX : (int64_t)needed;

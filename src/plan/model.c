@@ -279,6 +279,32 @@ unsigned plan_quant_skip_of(const char *module)
     return 0;
 }
 
+/* compressed-tensors names its width per group of targets: `config_groups.*.weights` with
+ * `num_bits` and, for the group strategy, one scale of the model dtype per `group_size`
+ * weights (vLLM's CompressedTensorsWNA16.create_weights: weight_packed at num_bits a weight,
+ * weight_scale [out, in / group_size] in params_dtype). The widest group counts; 0 when the
+ * config names no width. */
+static double compressed_weight_bytes(json_t *qc, int dtype_bytes)
+{
+    json_t *groups = json_object_get(qc, "config_groups"), *g;
+    const char *name;
+    double widest = 0;
+    json_object_foreach(groups, name, g) {
+        json_t *w = json_object_get(g, "weights");
+        json_int_t bits = json_integer_value(json_object_get(w, "num_bits"));
+        if (bits < 1 || bits > 32)
+            continue;
+        double per = (double)bits / 8;
+        const char *strategy = json_string_value(json_object_get(w, "strategy"));
+        json_int_t group = json_integer_value(json_object_get(w, "group_size"));
+        if (strategy && !strcmp(strategy, "group") && group > 0)
+            per += (double)dtype_bytes / (double)group;
+        if (per > widest)
+            widest = per;
+    }
+    return widest;
+}
+
 /* Bytes of the weights as stored: quantised linear layers at their packed width, the modules
  * the quantisation leaves out (modules_to_not_convert, ignore), norms and embeddings at the
  * model dtype. vLLM's MXFP4 method quantises only the routed experts: every other linear
@@ -297,6 +323,8 @@ static void estimate_weights(hbm_plan_model *m)
     else if (!strncasecmp(q, "fp8", 3) || !strcasecmp(q, "compressed-tensors") ||
              !strcasecmp(q, "modelopt"))
         per = 1;
+    if (m->quant_weight_bytes > 0)
+        per = m->quant_weight_bytes;
     unsigned keep = m->quant_skip;
     double d = m->dtype_bytes;
     double body = p.norms * d;
@@ -481,6 +509,7 @@ static void read_attention_kinds(const config_view *c, hbm_plan_model *m)
     const char *qm = json_is_object(qc) ? json_string_value(json_object_get(qc, "quant_method"))
                                         : NULL;
     snprintf(m->quant_method, sizeof m->quant_method, "%s", qm ? qm : "");
+    m->quant_weight_bytes = json_is_object(qc) ? compressed_weight_bytes(qc, m->dtype_bytes) : 0;
     m->quant_skip = 0;
     static const char *const lists[] = {"modules_to_not_convert", "ignore", "ignored_layers"};
     for (size_t k = 0; json_is_object(qc) && k < sizeof lists / sizeof lists[0]; k++) {

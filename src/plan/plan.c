@@ -235,6 +235,7 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     f.kvb = plan_kv_dtype_bytes(in->kv_cache_dtype, c->act_bytes);
     f.eager = in->enforce_eager == 1;
     f.kvmem = in->kv_cache_memory_bytes;
+    f.blocks_override = in->num_gpu_blocks_override;
     if (m->num_heads % f.tp)
         plan_add_note(res, hbm_xasprintf("%lld attention heads are not divisible by TP %lld: vLLM "
                                     "refuses this", (long long)m->num_heads, (long long)f.tp));
@@ -306,6 +307,10 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
     const hbm_plan_model *m = c->m;
     if (in->live_partial)
         plan_add_note(res, hbm_xasprintf("partial input: %s", in->live_partial));
+    if (in->live && in->wsl2)
+        plan_add_note(res, hbm_xstrdup("WSL2: CUDA there reports the card's whole memory less "
+                                       "about 10 MiB as its total, so the driver's total is "
+                                       "planned with, not the native one of the device table"));
     plan_model_notes(m, res);
     if (c->r.mrv2)
         plan_add_note(res, hbm_xasprintf(
@@ -339,6 +344,11 @@ static void closing_notes(const hbm_plan_input *in, const plan_ctx *c, const pla
                                         ? ", and up to 0.22 charges memory held by other "
                                           "processes to it again after the start-up check"
                                         : ""));
+    if (f->blocks_override > 0 && o->avail > 0)
+        plan_add_note(res, hbm_xasprintf("--num-gpu-blocks-override: vLLM allocates %lld blocks "
+                                    "in place of what the %.2f GiB budget holds; tokens and "
+                                    "concurrency are the override's",
+                                    (long long)f->blocks_override, (double)o->avail / GIB_D));
     if (o->graph_out > 0)
         plan_add_note(res, hbm_xasprintf("graph capture takes about %.2f GiB after the KV cache is "
                                     "allocated, outside the budget: keep that much free above "

@@ -73,6 +73,7 @@ typedef struct plan_rules {
 /* Effective flags for one evaluation. */
 typedef struct plan_flags {
     int64_t tp, pp, mml, seqs, mnbt, block, kvmem, total, free;
+    int64_t blocks_override; /* --num-gpu-blocks-override, HBM_UNKNOWN when not given */
     double util;
     int kvb;      /* KV bytes per element */
     bool eager;

@@ -40,8 +40,8 @@ static char *live_device(const hbm_obs *obs, launch *l)
         d->vendor == HBM_VENDOR_ASCEND ? HBM_PLAN_PLATFORM_ASCEND : HBM_PLAN_PLATFORM_CUDA;
     hbm_plan_devmem dm;
     hbm_err err = {{0}};
-    if (hbm_plan_device_memory(d->name, plat, d->memory_total_bytes, d->memory_used_bytes, &dm,
-                               &err) < 0)
+    if (hbm_plan_device_memory(d->name, plat, obs->has_host && obs->host.wsl2,
+                               d->memory_total_bytes, d->memory_used_bytes, &dm, &err) < 0)
         return hbm_xasprintf("this host's device: %s; give --device NAME or --mem SIZE",
                              err.msg);
     l->in.device_name = d->name[0] ? d->name : "device";

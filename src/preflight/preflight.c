@@ -21,7 +21,8 @@ static int fill_memory(hbm_obs *obs, const size_t *use, size_t n, hbm_plan_input
     for (size_t i = 0; i < n; i++) {
         hbm_device *d = &obs->devs[use[i]];
         hbm_plan_devmem dm;
-        if (hbm_plan_device_memory(d->name, platform_of(d), d->memory_total_bytes,
+        if (hbm_plan_device_memory(d->name, platform_of(d), obs->has_host && obs->host.wsl2,
+                                   d->memory_total_bytes,
                                    d->memory_used_bytes, &dm, err) < 0)
             return hbm_err_prefix(err, "device %lld", (long long)hbm_device_user_id(d));
         if (total < 0 || dm.total_bytes < total)
@@ -45,6 +46,7 @@ static int fill_memory(hbm_obs *obs, const size_t *use, size_t n, hbm_plan_input
     in->device_name = live->name;
     in->mem_total_bytes = total;
     in->mem_free_bytes = free_min;
+    in->wsl2 = obs->has_host && obs->host.wsl2;
     in->holders = live->holders;
     in->nholders = live->nholders;
     in->live = true;

@@ -357,6 +357,28 @@ static void test_thp_modes(void **state)
     }
 }
 
+/* WSL2, by either sign: its kernel release (microsoft-standard-WSL2) or the /dev/dxg device;
+ * neither on a native kernel. */
+static void test_wsl2(void **state)
+{
+    (void)state;
+    th_write_text(tmp, "proc/self/status", "Name:\thbmctl\nPid:\t1\nNSpid:\t1\n");
+    th_write_text(tmp, "proc/sys/kernel/osrelease", "6.8.0-49-generic\n");
+    hbm_host h;
+    scan(&h, tmp, NULL, 0, NULL);
+    assert_false(h.wsl2);
+    hbm_host_free(&h);
+    th_write_text(tmp, "proc/sys/kernel/osrelease", "5.15.167.4-microsoft-standard-WSL2\n");
+    scan(&h, tmp, NULL, 0, NULL);
+    assert_true(h.wsl2);
+    hbm_host_free(&h);
+    th_write_text(tmp, "proc/sys/kernel/osrelease", "6.8.0-49-generic\n");
+    th_write_text(tmp, "dev/dxg", "");
+    scan(&h, tmp, NULL, 0, NULL);
+    assert_true(h.wsl2);
+    hbm_host_free(&h);
+}
+
 static void test_malformed(void **state)
 {
     (void)state;
@@ -398,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_container_view),
         cmocka_unit_test_setup_teardown(test_symlinks_and_nesting, make_tmp, drop_tmp),
         cmocka_unit_test_setup_teardown(test_thp_modes, make_tmp, drop_tmp),
+        cmocka_unit_test_setup_teardown(test_wsl2, make_tmp, drop_tmp),
         cmocka_unit_test_setup_teardown(test_malformed, make_tmp, drop_tmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,6 +61,15 @@ static void test_api_server_and_errors(void **state)
     char *bad3[] = {"vllm", "serve", "m", "--tensor-parallel-size", "two"};
     hbm_plan_input_init(&in);
     assert_int_equal(hbm_plan_args_from_argv(&in, 5, bad3, &err), -1);
+    /* read, not skipped: vLLM allocates these blocks in place of the budget's */
+    char *ovr[] = {"vllm", "serve", "m", "--num-gpu-blocks-override", "1024"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 5, ovr, &err), 0);
+    assert_int_equal(in.num_gpu_blocks_override, 1024);
+    assert_int_equal(in.nunmodelled, 0);
+    char *bad4[] = {"vllm", "serve", "m", "--num-gpu-blocks-override", "0"};
+    hbm_plan_input_init(&in);
+    assert_int_equal(hbm_plan_args_from_argv(&in, 5, bad4, &err), -1);
 }
 
 static void test_flag_table(void **state)

@@ -30,7 +30,7 @@ static void test_device_memory(void **state)
      * the table's; what the driver says is used is used in both views */
     int64_t nvml_totals[] = {(int64_t)(80 * GIB), 81559LL << 20};
     for (size_t i = 0; i < 2; i++) {
-        assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+        assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA, false,
                                                 nvml_totals[i], (int64_t)(27 * GIB), &dm, &err),
                          0);
         assert_ptr_equal(dm.row, h100);
@@ -43,14 +43,14 @@ static void test_device_memory(void **state)
     const hbm_plan_device *all = hbm_plan_devices(&n);
     for (size_t i = 0; i < n; i++) {
         int64_t drv = (int64_t)((double)all[i].total_bytes / 0.95);
-        assert_int_equal(hbm_plan_device_memory(all[i].name, all[i].platform, drv, 0, &dm, &err),
+        assert_int_equal(hbm_plan_device_memory(all[i].name, all[i].platform, false, drv, 0, &dm, &err),
                          0);
         assert_ptr_equal(dm.row, &all[i]);
         assert_int_equal(dm.free_bytes, all[i].total_bytes);
     }
     /* a 300I Duo chip is a "310P3" with 44278 MB: the 48 GB row, not the 24 GB one */
     int64_t duo = 44278LL << 20;
-    assert_int_equal(hbm_plan_device_memory("310P3", HBM_PLAN_PLATFORM_ASCEND, duo,
+    assert_int_equal(hbm_plan_device_memory("310P3", HBM_PLAN_PLATFORM_ASCEND, false, duo,
                                             1500LL << 20, &dm, &err),
                      0);
     assert_non_null(dm.row);
@@ -59,29 +59,40 @@ static void test_device_memory(void **state)
     assert_int_equal(dm.free_bytes, duo - (1500LL << 20));
     assert_false(dm.large_device);
     /* an H100 NVL (94 GB) is not the 80 GB row */
-    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 NVL", HBM_PLAN_PLATFORM_CUDA,
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 NVL", HBM_PLAN_PLATFORM_CUDA, false,
                                             95830LL << 20, 0, &dm, &err),
                      0);
     assert_null(dm.row);
     assert_true(dm.large_device);
     /* unknown devices: the driver's figures; the batch defaults by size, never on A100 */
-    assert_int_equal(hbm_plan_device_memory("NVIDIA A40", HBM_PLAN_PLATFORM_CUDA, 46428596470LL,
+    assert_int_equal(hbm_plan_device_memory("NVIDIA A40", HBM_PLAN_PLATFORM_CUDA, false, 46428596470LL,
                                             28625957028LL, &dm, &err),
                      0);
     assert_null(dm.row);
     assert_int_equal(dm.free_bytes, 46428596470LL - 28625957028LL);
     assert_false(dm.large_device);
-    assert_int_equal(hbm_plan_device_memory("NVIDIA A100-SXM4-96GB", HBM_PLAN_PLATFORM_CUDA,
+    assert_int_equal(hbm_plan_device_memory("NVIDIA A100-SXM4-96GB", HBM_PLAN_PLATFORM_CUDA, false,
                                             98304LL << 20, 0, &dm, &err),
                      0);
     assert_false(dm.large_device);
+    /* WSL2: CUDA's total is the driver's (a 24 GB RTX 4090 prints 23.99 GiB there,
+     * llmso-v027-*), not the native row's 23.64 */
+    const hbm_plan_device *r4090 = hbm_plan_device_find("4090");
+    for (int wsl = 0; wsl < 2; wsl++) {
+        assert_int_equal(hbm_plan_device_memory("NVIDIA GeForce RTX 4090", HBM_PLAN_PLATFORM_CUDA,
+                                                wsl, 24564LL << 20, 1LL << 30, &dm, &err),
+                         0);
+        assert_ptr_equal(dm.row, r4090);
+        assert_int_equal(dm.total_bytes, wsl ? 24564LL << 20 : r4090->total_bytes);
+        assert_int_equal(dm.free_bytes, dm.total_bytes - (1LL << 30));
+    }
     /* more used than the framework's total: nothing free, never negative */
-    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA, false,
                                             81559LL << 20, 81500LL << 20, &dm, &err),
                      0);
     assert_int_equal(dm.free_bytes, 0);
     /* no figures: an error naming the device */
-    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA,
+    assert_int_equal(hbm_plan_device_memory("NVIDIA H100 80GB HBM3", HBM_PLAN_PLATFORM_CUDA, false,
                                             81559LL << 20, HBM_UNKNOWN, &dm, &err),
                      -1);
     assert_non_null(strstr(err.msg, "NVIDIA H100 80GB HBM3"));

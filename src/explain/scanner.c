@@ -22,6 +22,9 @@
 #define XKIND_KEYWORD 3 /* a catalogue keyword; 0-2 index xhits */
 #define XKIND_ERROR_WORD 4 /* one of error_words */
 #define JOIN_MIN 40    /* a line shorter than this was not wrapped by a terminal or a page */
+#define DETAIL_LINES 4 /* lines after a generic code that may say what failed */
+#define DETAIL_KEEP 400 /* bytes of that detail kept */
+#define DETAIL_HEAD 256 /* bytes of the code's line its block's lines may repeat */
 
 /* Words that make an unknown line look like an error (case-insensitive). */
 static const char *const error_words[] = {
@@ -59,6 +62,14 @@ struct hbm_explain_scanner {
     bool prev_candidates; /* the previous line held a keyword */
     char *join;     /* owned: the previous line and this one joined */
     bool want_next; /* read the next line even where the prefilter sees nothing */
+    /* The block of a generic code whose detail is still to come (expl_detail_words). */
+    size_t detail_finding; /* NO_FINDING = none open */
+    char detail_code[32];
+    size_t detail_code_len;
+    char detail_head[DETAIL_HEAD]; /* the code's line, as its block's lines may repeat it */
+    size_t detail_head_len;
+    uint64_t detail_last; /* the block's last line read */
+    unsigned detail_left; /* lines it may still take */
 };
 
 /* ---- cleaning ---- */
@@ -451,6 +462,57 @@ static void on_extra(void *ctx, uint32_t t)
         s->xhits[kind][s->nx[kind]++] = t & ((1u << XKIND_SHIFT) - 1);
 }
 
+/* Takes the detail from a line of the open block, when it says something; true when
+ * the block is done with. */
+static bool take_detail(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
+                        const char *head, size_t head_len)
+{
+    size_t start;
+    bool other;
+    size_t n = expl_detail_words(line, len, s->detail_code, s->detail_code_len, head, head_len,
+                                 &start, &other);
+    if (n == 0)
+        return other;
+    hbm_explain_finding *f = &s->rep.findings[s->detail_finding];
+    f->detail = kept_text(line + start, n, DETAIL_KEEP);
+    f->detail_line = lineno;
+    return true;
+}
+
+/* A generic code's line opens its block: the line itself may already say what failed
+ * ("AclNN_Inner_Error(EZ9999): Parse dynamic kernel config fail."), else the next lines. */
+static void open_detail(hbm_explain_scanner *s, size_t finding, const char *line, size_t len,
+                        uint64_t lineno, const char *code, size_t code_len)
+{
+    if (s->rep.findings[finding].detail || s->detail_finding == finding ||
+        code_len >= sizeof s->detail_code)
+        return;
+    s->detail_finding = finding;
+    memcpy(s->detail_code, code, code_len);
+    s->detail_code_len = code_len;
+    if (take_detail(s, line, len, lineno, "", 0)) {
+        s->detail_finding = NO_FINDING;
+        return;
+    }
+    s->detail_head_len = len < DETAIL_HEAD ? len : DETAIL_HEAD;
+    memcpy(s->detail_head, line, s->detail_head_len);
+    s->detail_last = lineno;
+    s->detail_left = DETAIL_LINES;
+}
+
+/* The next line of an open block: consecutive, within DETAIL_LINES of the code. */
+static void continue_detail(hbm_explain_scanner *s, const char *line, size_t len,
+                            uint64_t lineno)
+{
+    if (lineno != s->detail_last + 1 || s->detail_left == 0 ||
+        take_detail(s, line, len, lineno, s->detail_head, s->detail_head_len)) {
+        s->detail_finding = NO_FINDING;
+        return;
+    }
+    s->detail_last = lineno;
+    s->detail_left--;
+}
+
 static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
                       bool joined)
 {
@@ -471,13 +533,17 @@ static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint
     }
     if (verdict == EXPL_LINE_NONE && !joined && s->cat->ntables) {
         bool captured;
+        const char *code = NULL;
+        size_t code_len = 0;
         long e = expl_codes_match(s->cat, line, len, s->md, &captured, s->xhits[0], s->nx[0],
-                                  s->xhits[1], s->nx[1]);
+                                  s->xhits[1], s->nx[1], &code, &code_len);
         if (e >= 0) {
             s->no_captures = !captured;
             record_failure(s, (size_t)e, line, len, lineno);
             s->no_captures = false;
             verdict = EXPL_LINE_FAILURE;
+            if (s->cat->rt[e].detail_after)
+                open_detail(s, s->finding_of[e], line, len, lineno, code, code_len);
         }
     }
     for (size_t i = 0; i < s->nhits; i++) {
@@ -599,6 +665,8 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     s->nhits = 0;
     s->error_word = false;
     expl_needles_scan(&s->extra, line, len, on_extra, s);
+    if (s->detail_finding != NO_FINDING)
+        continue_detail(s, line, len, lineno);
     int verdict = match_line(s, line, len, lineno, false);
     bool candidates = s->nhits > 0;
     /* Joined only after a long line, where one of the two holds a keyword. */
@@ -628,8 +696,9 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     s->prev_candidates = candidates;
     /* Only a long line that stops mid-sentence can go on in the next one. */
     char last = len ? line[len - 1] : '.';
-    s->want_next = (candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
-                   len >= JOIN_MIN && !strchr(".)]}!:", last);
+    s->want_next = ((candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
+                    len >= JOIN_MIN && !strchr(".)]}!:", last)) ||
+                   s->detail_finding != NO_FINDING; /* its block's lines hold no keyword */
 }
 
 /* ---- streaming ---- */
@@ -670,6 +739,7 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     s->prev = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
     s->join = hbm_xmalloc(2 * HBM_EXPLAIN_LINE_MAX + 2);
     s->prev_finding = NO_FINDING;
+    s->detail_finding = NO_FINDING;
     s->md = pcre2_match_data_create(cat->max_ovector ? cat->max_ovector : 1, NULL);
     if (!s->md)
         abort();
@@ -837,6 +907,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     expl_structure_reset(&s->st);
     s->prev_len = 0;
     s->prev_finding = NO_FINDING;
+    s->detail_finding = NO_FINDING;
     s->want_next = false;
 }
 

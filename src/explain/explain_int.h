@@ -79,6 +79,9 @@ void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n, bool fold);
  * as cleaned or a CRI partial record's tag; n when none. Lines before the one holding it
  * cannot change the report. */
 size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n);
+/* Whether a needle starts before buf[cut] and ends at or after it (one that a cut there
+ * split); the bytes are read as they are. */
+bool expl_prefilter_spans(const expl_prefilter *pf, const char *buf, size_t n, size_t cut);
 void expl_prefilter_free(expl_prefilter *pf);
 
 typedef struct expl_unit {

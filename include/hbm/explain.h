@@ -107,6 +107,10 @@ typedef struct hbm_explain_finding {
     uint64_t last_line;
     uint64_t count;     /* matching lines */
     char *text;         /* owned: the first matching line, cleaned */
+    /* owned: what failed, for a code whose own line is generic (CANN's "E69999: Inner
+     * Error!"): the first line of its block that says more, from the code on; NULL = none */
+    char *detail;
+    uint64_t detail_line;
     hbm_explain_num *nums; /* owned: captures of the first match */
     size_t nnums;
     char **meaning;  /* owned: rendered notes whose condition held and numbers were known */

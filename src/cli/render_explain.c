@@ -131,6 +131,11 @@ void cli_explain_finding(const hbm_explain_report *rep, size_t idx,
     size_t tl = strlen(f->text);
     snprintf(shown, sizeof shown, "%.400s%s", f->text, tl > 400 ? " ..." : "");
     cli_wrap_after(stdout, 6, "", shown);
+    if (f->detail) {
+        char lead[48];
+        snprintf(lead, sizeof lead, "what failed (line %llu): ", (unsigned long long)f->detail_line);
+        cli_wrap_after(stdout, 4, lead, f->detail);
+    }
     cli_wrap_after(stdout, 4, "cause: ", f->sig->cause);
     if (f->sig->wrapper)
         root_cause(rep, idx);

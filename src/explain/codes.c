@@ -90,6 +90,8 @@ static int make_entry(tload *tl, hbm_catalog *cat, json_t *t, json_t *e, bool fa
     *out = (uint32_t)(cat->n + cat->ncodes);
     hbm_sig *s = new_entry(cat, id);
     free(id);
+    cat->rt[*out].detail_after = json_is_true(json_object_get(e, "detail_after"));
+    s->wrapper = json_is_true(json_object_get(e, "summary"));
     for (size_t i = 0; i + 1 < cat->n + cat->ncodes; i++)
         if (strcmp(cat->sigs[i].id, s->id) == 0)
             return tbad(tl, "an entry's id is used twice");
@@ -301,17 +303,30 @@ static long family_of(const expl_code_table *ct, const char *code, size_t n)
     return best;
 }
 
+/* An entry's own code: the first key the table gave it. */
+static const char *entry_code(const hbm_catalog *cat, long entry)
+{
+    for (size_t t = 0; t < cat->ntables; t++)
+        for (size_t k = 0; k < cat->tables[t].nkeys; k++)
+            if ((long)cat->tables[t].keys[k].entry == entry)
+                return cat->tables[t].keys[k].key;
+    return "";
+}
+
 long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
                       pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
-                      const uint32_t *tabs, size_t ntabs)
+                      const uint32_t *tabs, size_t ntabs, const char **code, size_t *code_len)
 {
     *captured = false;
     long first = -1;
     for (size_t i = 0; i < nlits; i++)
         if (first < 0 || (long)lits[i] < first)
             first = (long)lits[i];
-    if (first >= 0)
+    if (first >= 0) {
+        *code = entry_code(cat, first);
+        *code_len = strlen(*code);
         return first;
+    }
     for (size_t t = 0; t < cat->ntables; t++) {
         bool hit = false;
         for (size_t i = 0; i < ntabs && !hit; i++)
@@ -324,13 +339,14 @@ long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
                 continue;
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
             int g = pcre2_substring_number_from_name(ct->re[r], (PCRE2_SPTR) "code");
-            const char *code = line + ov[2 * g];
             size_t n = ov[2 * g + 1] - ov[2 * g];
+            *code = line + ov[2 * g];
+            *code_len = n;
             *captured = true;
             for (size_t k = 0; k < ct->nkeys; k++)
-                if (strlen(ct->keys[k].key) == n && memcmp(ct->keys[k].key, code, n) == 0)
+                if (strlen(ct->keys[k].key) == n && memcmp(ct->keys[k].key, *code, n) == 0)
                     return (long)ct->keys[k].entry;
-            long fam = family_of(ct, code, n);
+            long fam = family_of(ct, *code, n);
             if (fam >= 0)
                 return fam;
         }

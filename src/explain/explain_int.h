@@ -79,6 +79,9 @@ void expl_prefilter_add(expl_prefilter *pf, const char *s, size_t n, bool fold);
  * as cleaned or a CRI partial record's tag; n when none. Lines before the one holding it
  * cannot change the report. */
 size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n);
+/* Whether a needle starts before buf[cut] and ends at or after it (one that a cut there
+ * split); the bytes are read as they are. */
+bool expl_prefilter_spans(const expl_prefilter *pf, const char *buf, size_t n, size_t cut);
 void expl_prefilter_free(expl_prefilter *pf);
 
 typedef struct expl_unit {
@@ -95,6 +98,10 @@ typedef struct expl_rt {
     expl_unit *units; /* owned */
     size_t nunits;
     int kind; /* EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN */
+    /* A code-table entry whose line is generic ("E69999: Inner Error!"): the lines after it
+     * say what failed, and the finding carries the first that does (codes.json
+     * "detail_after"). */
+    bool detail_after;
 } expl_rt;
 
 enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
@@ -153,10 +160,20 @@ double expl_capture_value(const char *text, const expl_rt *rt, const char *name,
 int expl_codes_load(hbm_catalog *cat, const char *path, hbm_err *err);
 void expl_codes_free(hbm_catalog *cat);
 /* The entry a line's vendor code names, or -1; *captured says whether md holds the match.
- * lits: the code_lit targets found in the line; tabs: the code_kw targets. */
+ * lits: the code_lit targets found in the line; tabs: the code_kw targets. *code is the
+ * code as the line gives it (or the entry's own, found by a literal), *code_len its length. */
 long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
                       pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
-                      const uint32_t *tabs, size_t ntabs);
+                      const uint32_t *tabs, size_t ntabs, const char **code, size_t *code_len);
+
+/* What a line of a vendor's error block adds about its code (detail.c): the text after the
+ * code's last mention, or, in a line that does not name it, after the prefix it shares with
+ * the code's line (head), which must leave it indented. Its [PID: n], time and [FUNC:...]
+ * decoration is left out. Returns the length from *start, 0 when the line says nothing
+ * ("Inner Error!", the "TraceBack (most recent call last):" head); *ends when the line
+ * belongs to something else (not indented, and not naming the code). */
+size_t expl_detail_words(const char *line, size_t len, const char *code, size_t code_len,
+                         const char *head, size_t head_len, size_t *start, bool *ends);
 
 /* The structure reader (structure.c). */
 typedef struct expl_candidate {

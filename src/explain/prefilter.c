@@ -60,11 +60,11 @@ void expl_prefilter_free(expl_prefilter *pf)
  * p[clean_from] on; a needle reaching before that (over an escape sequence, a CR or a NUL,
  * which the cleaner changes) is a candidate unread: those lines are rare. */
 static bool ends_here(const expl_prefilter *pf, unsigned h, const unsigned char *p, size_t i,
-                      size_t clean_from)
+                      size_t clean_from, size_t before)
 {
     for (int32_t a = pf->head[h & HEAD_MASK]; a >= 0; a = pf->v[a].next) {
         const expl_anchor *an = &pf->v[a];
-        if (an->hash != h || an->n > i + 1)
+        if (an->hash != h || an->n > i + 1 || i + 1 - an->n >= before)
             continue;
         size_t at = i + 1 - an->n;
         if (at < clean_from)
@@ -125,8 +125,23 @@ size_t expl_prefilter_next(const expl_prefilter *pf, const char *buf, size_t n)
         }
         w = w << 8 | pf->fold[c];
         unsigned h = hash4(w);
-        if ((pf->bits[h >> 3] & (1u << (h & 7))) && ends_here(pf, h, p, i, clean_from))
+        if ((pf->bits[h >> 3] & (1u << (h & 7))) && ends_here(pf, h, p, i, clean_from, SIZE_MAX))
             return i;
     }
     return n;
+}
+
+bool expl_prefilter_spans(const expl_prefilter *pf, const char *buf, size_t n, size_t cut)
+{
+    if (pf->all)
+        return true;
+    const unsigned char *p = (const unsigned char *)buf;
+    uint32_t w = 0;
+    for (size_t i = cut >= 3 ? cut - 3 : 0; i < n; i++) {
+        w = w << 8 | pf->fold[p[i]];
+        unsigned h = hash4(w);
+        if (i >= cut && (pf->bits[h >> 3] & (1u << (h & 7))) && ends_here(pf, h, p, i, 0, cut))
+            return true;
+    }
+    return false;
 }

@@ -53,6 +53,7 @@ void hbm_explain_report_free(hbm_explain_report *rep)
     for (size_t i = 0; i < rep->nfindings; i++) {
         hbm_explain_finding *f = &rep->findings[i];
         free(f->text);
+        free(f->detail);
         for (size_t k = 0; k < f->nnums; k++)
             free(f->nums[k].text);
         free(f->nums);
@@ -225,6 +226,10 @@ json_t *hbm_explain_report_json(const hbm_explain_report *rep)
         json_object_set_new(o, "last_line", json_integer((json_int_t)f->last_line));
         json_object_set_new(o, "count", json_integer((json_int_t)f->count));
         json_object_set_new(o, "text", text_json(f->text));
+        json_object_set_new(o, "detail", f->detail ? json_pack("{s:o,s:I}", "text",
+                                                               text_json(f->detail), "line",
+                                                               (json_int_t)f->detail_line)
+                                                   : json_null());
         json_object_set_new(o, "cause", json_string(f->sig->cause));
         json_object_set_new(o, "meaning", strings_json(f->meaning, f->nmeaning));
         json_object_set_new(o, "numbers", nums);

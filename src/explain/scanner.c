@@ -22,6 +22,11 @@
 #define XKIND_KEYWORD 3 /* a catalogue keyword; 0-2 index xhits */
 #define XKIND_ERROR_WORD 4 /* one of error_words */
 #define JOIN_MIN 40    /* a line shorter than this was not wrapped by a terminal or a page */
+#define WRAP_MIN 80    /* the narrowest hard wrap: terminals and pages are this wide or wider */
+#define SPAN_MAX 64   /* bytes either side of a hard wrap's cut a keyword can span */
+#define DETAIL_LINES 4 /* lines after a generic code that may say what failed */
+#define DETAIL_KEEP 400 /* bytes of that detail kept */
+#define DETAIL_HEAD 256 /* bytes of the code's line its block's lines may repeat */
 
 /* Words that make an unknown line look like an error (case-insensitive). */
 static const char *const error_words[] = {
@@ -59,6 +64,19 @@ struct hbm_explain_scanner {
     bool prev_candidates; /* the previous line held a keyword */
     char *join;     /* owned: the previous line and this one joined */
     bool want_next; /* read the next line even where the prefilter sees nothing */
+    size_t wrap_prev;  /* the previous line's length when WRAP_MIN or more, else 0 */
+    size_t wrap_run;   /* the same when it does not end in a blank: it may start a run */
+    size_t wrap_width; /* the width a run of lines of one length showed, 0 = none */
+    size_t join_skip;  /* an entry a join is not matched against, NO_FINDING = none */
+    size_t pf_longest; /* the longest needle of the prefilter, at most SPAN_MAX */
+    /* The block of a generic code whose detail is still to come (expl_detail_words). */
+    size_t detail_finding; /* NO_FINDING = none open */
+    char detail_code[32];
+    size_t detail_code_len;
+    char detail_head[DETAIL_HEAD]; /* the code's line, as its block's lines may repeat it */
+    size_t detail_head_len;
+    uint64_t detail_last; /* the block's last line read */
+    unsigned detail_left; /* lines it may still take */
 };
 
 /* ---- cleaning ---- */
@@ -451,6 +469,57 @@ static void on_extra(void *ctx, uint32_t t)
         s->xhits[kind][s->nx[kind]++] = t & ((1u << XKIND_SHIFT) - 1);
 }
 
+/* Takes the detail from a line of the open block, when it says something; true when
+ * the block is done with. */
+static bool take_detail(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
+                        const char *head, size_t head_len)
+{
+    size_t start;
+    bool other;
+    size_t n = expl_detail_words(line, len, s->detail_code, s->detail_code_len, head, head_len,
+                                 &start, &other);
+    if (n == 0)
+        return other;
+    hbm_explain_finding *f = &s->rep.findings[s->detail_finding];
+    f->detail = kept_text(line + start, n, DETAIL_KEEP);
+    f->detail_line = lineno;
+    return true;
+}
+
+/* A generic code's line opens its block: the line itself may already say what failed
+ * ("AclNN_Inner_Error(EZ9999): Parse dynamic kernel config fail."), else the next lines. */
+static void open_detail(hbm_explain_scanner *s, size_t finding, const char *line, size_t len,
+                        uint64_t lineno, const char *code, size_t code_len)
+{
+    if (s->rep.findings[finding].detail || s->detail_finding == finding ||
+        code_len >= sizeof s->detail_code)
+        return;
+    s->detail_finding = finding;
+    memcpy(s->detail_code, code, code_len);
+    s->detail_code_len = code_len;
+    if (take_detail(s, line, len, lineno, "", 0)) {
+        s->detail_finding = NO_FINDING;
+        return;
+    }
+    s->detail_head_len = len < DETAIL_HEAD ? len : DETAIL_HEAD;
+    memcpy(s->detail_head, line, s->detail_head_len);
+    s->detail_last = lineno;
+    s->detail_left = DETAIL_LINES;
+}
+
+/* The next line of an open block: consecutive, within DETAIL_LINES of the code. */
+static void continue_detail(hbm_explain_scanner *s, const char *line, size_t len,
+                            uint64_t lineno)
+{
+    if (lineno != s->detail_last + 1 || s->detail_left == 0 ||
+        take_detail(s, line, len, lineno, s->detail_head, s->detail_head_len)) {
+        s->detail_finding = NO_FINDING;
+        return;
+    }
+    s->detail_last = lineno;
+    s->detail_left--;
+}
+
 static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
                       bool joined)
 {
@@ -464,20 +533,25 @@ static int match_line(hbm_explain_scanner *s, const char *line, size_t len, uint
             verdict = EXPL_LINE_BENIGN;
     for (size_t i = 0; i < s->nhits && verdict == EXPL_LINE_NONE; i++) {
         size_t e = s->hits[i];
-        if (s->cat->rt[e].kind == EXPL_FAILURE && match_entry(s, e, line, len)) {
+        if (s->cat->rt[e].kind == EXPL_FAILURE && e != s->join_skip &&
+            match_entry(s, e, line, len)) {
             record_failure(s, e, line, len, lineno);
             verdict = s->cat->sigs[e].wrapper ? EXPL_LINE_WRAPPER : EXPL_LINE_FAILURE;
         }
     }
     if (verdict == EXPL_LINE_NONE && !joined && s->cat->ntables) {
         bool captured;
+        const char *code = NULL;
+        size_t code_len = 0;
         long e = expl_codes_match(s->cat, line, len, s->md, &captured, s->xhits[0], s->nx[0],
-                                  s->xhits[1], s->nx[1]);
+                                  s->xhits[1], s->nx[1], &code, &code_len);
         if (e >= 0) {
             s->no_captures = !captured;
             record_failure(s, (size_t)e, line, len, lineno);
             s->no_captures = false;
             verdict = EXPL_LINE_FAILURE;
+            if (s->cat->rt[e].detail_after)
+                open_detail(s, s->finding_of[e], line, len, lineno, code, code_len);
         }
     }
     for (size_t i = 0; i < s->nhits; i++) {
@@ -494,37 +568,44 @@ static bool word_byte(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* Builds the previous line and this one joined: at a blank (leading blanks of this one
- * dropped), or directly when the cut split a word. False when that join does not apply. */
-static bool build_join(hbm_explain_scanner *s, const char *line, size_t len, bool direct,
+/* How the previous line and this one are joined: at a blank (leading blanks of this one
+ * dropped), directly where a soft wrap split a word, or as cut: a hard wrap at a fixed
+ * width cut the text at a column, so nothing is dropped or added. */
+enum { JOIN_BLANK, JOIN_WORD, JOIN_AS_CUT };
+
+/* Builds the previous line and this one joined as how says; false when that join does not
+ * apply. */
+static bool build_join(hbm_explain_scanner *s, const char *line, size_t len, int how,
                        size_t *n)
 {
     size_t lead = 0;
-    while (lead < len && (line[lead] == ' ' || line[lead] == '\t'))
+    while (how == JOIN_BLANK && lead < len && (line[lead] == ' ' || line[lead] == '\t'))
         lead++;
-    if (direct && !(word_byte(s->prev[s->prev_len - 1]) && lead == 0 && len && word_byte(line[0])))
+    if (how == JOIN_WORD &&
+        !(word_byte(s->prev[s->prev_len - 1]) && len && word_byte(line[0])))
         return false;
     *n = s->prev_len;
     memcpy(s->join, s->prev, *n);
-    if (!direct)
+    if (how == JOIN_BLANK)
         s->join[(*n)++] = ' ';
-    memcpy(s->join + *n, line + (direct ? 0 : lead), len - (direct ? 0 : lead));
-    *n += len - (direct ? 0 : lead);
+    memcpy(s->join + *n, line + lead, len - lead);
+    *n += len - lead;
     s->join[*n] = '\0';
     return true;
 }
 
 /* The previous line matched an entry on its own, but the message goes on here: when the
  * joined text gives the entry more of its numbers, the finding takes them. */
-static void upgrade_previous(hbm_explain_scanner *s, const char *line, size_t len)
+static void upgrade_previous(hbm_explain_scanner *s, const char *line, size_t len, bool hard)
 {
     hbm_explain_finding *f = &s->rep.findings[s->prev_finding];
     const expl_rt *rt = &s->cat->rt[f->sig - s->cat->sigs];
     if (rt->nre == 0 || f->nnums == rt->nnames)
         return;
     size_t n;
-    for (int direct = 0; direct < 2; direct++) {
-        if (!build_join(s, line, len, direct, &n) || !match_entry(s, (size_t)(f->sig - s->cat->sigs), s->join, n))
+    int first = hard ? JOIN_AS_CUT : JOIN_BLANK, last = hard ? JOIN_AS_CUT : JOIN_WORD;
+    for (int how = first; how <= last; how++) {
+        if (!build_join(s, line, len, how, &n) || !match_entry(s, (size_t)(f->sig - s->cat->sigs), s->join, n))
             continue;
         hbm_explain_num *nums;
         size_t nn;
@@ -547,11 +628,12 @@ static void upgrade_previous(hbm_explain_scanner *s, const char *line, size_t le
 
 /* A message wrapped over two lines by a terminal or by the page it was pasted into: the
  * previous line and this one joined are matched as one line (reported at the first). */
-static int join_previous(hbm_explain_scanner *s, const char *line, size_t len)
+static int join_previous(hbm_explain_scanner *s, const char *line, size_t len, bool hard)
 {
     size_t n;
-    for (int direct = 0; direct < 2; direct++) {
-        if (!build_join(s, line, len, direct, &n))
+    int first = hard ? JOIN_AS_CUT : JOIN_BLANK, last = hard ? JOIN_AS_CUT : JOIN_WORD;
+    for (int how = first; how <= last; how++) {
+        if (!build_join(s, line, len, how, &n))
             continue;
         int v = match_line(s, s->join, n, s->prev_line, true);
         if (v == EXPL_LINE_FAILURE || v == EXPL_LINE_WRAPPER)
@@ -592,22 +674,79 @@ static void read_prefixes(hbm_explain_report *rep, const char *line, size_t len,
     }
 }
 
-static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno)
+/* A line's length without its CR, 0 when under WRAP_MIN; *run, the same when it does
+ * not end in a blank (a padded line is not a cut one). */
+static size_t cut_width(const char *raw, size_t n, size_t *run)
+{
+    if (n && raw[n - 1] == '\r')
+        n--;
+    size_t w = n >= WRAP_MIN ? n : 0;
+    *run = w && raw[n - 1] != ' ' && raw[n - 1] != '\t' ? w : 0;
+    return w;
+}
+
+/* Whether a hard wrap cut the line before this one, which this one continues: a terminal or
+ * a page that wraps at a fixed width leaves runs of lines of that one length, not all
+ * ending in a blank (lines padded to a width do); once the log showed one, a line of that
+ * width is cut (wherever the column fell, a blank too). The previous line and this one may
+ * be the run. */
+static bool runs_on(const hbm_explain_scanner *s, size_t w, size_t run)
+{
+    return w && w == s->wrap_prev && (run || s->wrap_run);
+}
+
+static bool after_hard_wrap(hbm_explain_scanner *s, size_t w, size_t run)
+{
+    if (runs_on(s, w, run))
+        s->wrap_width = w;
+    bool cut = s->wrap_prev && s->wrap_prev == s->wrap_width;
+    s->wrap_prev = w;
+    s->wrap_run = run;
+    return cut;
+}
+
+/* Whether a keyword or an error word spans the end of line a and the start of b, joined as
+ * a hard wrap cut them: the prefilter over the bytes either side of the cut. */
+static bool spans_cut(const hbm_explain_scanner *s, const char *a, size_t an, const char *b,
+                      size_t bn)
+{
+    char both[2 * SPAN_MAX];
+    size_t k = s->pf_longest > 1 ? s->pf_longest - 1 : 1;
+    size_t ta = an < k ? an : k, tb = bn < k ? bn : k;
+    memcpy(both, a + an - ta, ta);
+    memcpy(both + ta, b, tb);
+    return expl_prefilter_spans(&s->pf, both, ta + tb, ta);
+}
+
+static void process_line(hbm_explain_scanner *s, const char *line, size_t len, uint64_t lineno,
+                         bool hard)
 {
     size_t before = s->rep.nfindings;
     s->nx[0] = s->nx[1] = s->nx[2] = 0;
     s->nhits = 0;
     s->error_word = false;
     expl_needles_scan(&s->extra, line, len, on_extra, s);
+    if (s->detail_finding != NO_FINDING)
+        continue_detail(s, line, len, lineno);
     int verdict = match_line(s, line, len, lineno, false);
     bool candidates = s->nhits > 0;
-    /* Joined only after a long line, where one of the two holds a keyword. */
-    bool adjacent = s->prev_len >= JOIN_MIN && s->prev_line + 1 == lineno &&
-                    (candidates || s->prev_candidates);
+    /* Joined only after a long line, where one of the two holds a keyword, or after one a
+     * hard wrap cut (the cut may split the only keyword: "out of me|mory"). */
+    hard = hard && s->prev_len > 0 && s->prev_line + 1 == lineno &&
+           (candidates || s->prev_candidates || spans_cut(s, s->prev, s->prev_len, line, len));
+    bool adjacent = hard || (s->prev_len >= JOIN_MIN && s->prev_line + 1 == lineno &&
+                             (candidates || s->prev_candidates));
     if (verdict == EXPL_LINE_NONE && adjacent && s->prev_finding == NO_FINDING)
-        verdict = join_previous(s, line, len);
-    else if (verdict == EXPL_LINE_NONE && adjacent)
-        upgrade_previous(s, line, len);
+        verdict = join_previous(s, line, len, hard);
+    else if (verdict == EXPL_LINE_NONE && adjacent) {
+        upgrade_previous(s, line, len, hard);
+        /* The piece before a cut may have matched a looser entry than the whole line. */
+        s->join_skip = hard ? (size_t)(s->rep.findings[s->prev_finding].sig - s->cat->sigs)
+                            : NO_FINDING;
+        if (hard)
+            verdict = join_previous(s, line, len, true);
+        s->join_skip = NO_FINDING;
+    }
     if (verdict == EXPL_LINE_NONE && s->error_word)
         push_tail(&s->rep, line, len, lineno);
     expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
@@ -628,8 +767,9 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     s->prev_candidates = candidates;
     /* Only a long line that stops mid-sentence can go on in the next one. */
     char last = len ? line[len - 1] : '.';
-    s->want_next = (candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
-                   len >= JOIN_MIN && !strchr(".)]}!:", last);
+    s->want_next = ((candidates || verdict == EXPL_LINE_FAILURE || verdict == EXPL_LINE_WRAPPER) &&
+                    len >= JOIN_MIN && !strchr(".)]}!:", last)) ||
+                   s->detail_finding != NO_FINDING; /* its block's lines hold no keyword */
 }
 
 /* ---- streaming ---- */
@@ -639,6 +779,8 @@ static void end_line(hbm_explain_scanner *s)
     s->lineno++;
     if (s->cutting)
         s->rep.cut_lines++;
+    size_t run = 0, w = s->cutting ? 0 : cut_width(s->line, s->len, &run);
+    bool hard = after_hard_wrap(s, w, run);
     bool partial;
     size_t len = hbm_explain_clean_line(s->line, s->len, &partial);
     s->len = 0;
@@ -654,11 +796,11 @@ static void end_line(hbm_explain_scanner *s)
         if (partial)
             return;
         s->pending[s->plen] = '\0';
-        process_line(s, s->pending, s->plen, s->pending_line);
+        process_line(s, s->pending, s->plen, s->pending_line, false);
         s->plen = 0;
         return;
     }
-    process_line(s, s->line, len, s->lineno);
+    process_line(s, s->line, len, s->lineno, hard);
 }
 
 hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
@@ -670,6 +812,8 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
     s->prev = hbm_xmalloc(HBM_EXPLAIN_LINE_MAX + 1);
     s->join = hbm_xmalloc(2 * HBM_EXPLAIN_LINE_MAX + 2);
     s->prev_finding = NO_FINDING;
+    s->detail_finding = NO_FINDING;
+    s->join_skip = NO_FINDING;
     s->md = pcre2_match_data_create(cat->max_ovector ? cat->max_ovector : 1, NULL);
     if (!s->md)
         abort();
@@ -697,20 +841,54 @@ hbm_explain_scanner *hbm_explain_scanner_new(const hbm_catalog *cat)
                             true);
     }
     expl_structure_init(&s->st, &s->pf, &s->extra, 2u << XKIND_SHIFT);
+    for (size_t i = 0; i < s->pf.n; i++)
+        if (s->pf.v[i].n > s->pf_longest)
+            s->pf_longest = s->pf.v[i].n < SPAN_MAX ? s->pf.v[i].n : SPAN_MAX;
     return s;
 }
 
 /* Counts the whole lines of buf, read from a line start, before the first one the
- * prefilter stops at or one over the limit; returns the bytes they take. */
-static size_t skip_quiet_lines(hbm_explain_scanner *s, const char *buf, size_t n)
+ * prefilter stops at or one over the limit; returns the bytes they take. Lines a hard wrap
+ * cut are skipped too, unless a keyword spans the cut: then the cut line and the next are
+ * read. */
+static size_t skip_quiet_lines(hbm_explain_scanner *s, const char *buf, size_t n,
+                               const char **stop)
 {
-    size_t at = expl_prefilter_next(&s->pf, buf, n);
+    if (!*stop || *stop < buf) /* the stop found before, unless passed */
+        *stop = buf + expl_prefilter_next(&s->pf, buf, n);
+    size_t at = (size_t)(*stop - buf);
     const char *last = memrchr(buf, '\n', at);
-    const char *end = last ? last + 1 : buf, *p = buf;
+    const char *end = last ? last + 1 : buf, *p = buf, *prev = NULL;
+    size_t prev_len = 0, prev_wrap = 0, prev_run = 0; /* and the wrap state before it */
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if ((size_t)(nl - p) > HBM_EXPLAIN_LINE_MAX)
+        size_t len = (size_t)(nl - p);
+        if (len > HBM_EXPLAIN_LINE_MAX)
             break; /* counted as cut by the full path */
+        size_t wrap = s->wrap_prev, wrap_run = s->wrap_run, run;
+        size_t w = cut_width(p, len, &run);
+        bool after_cut = after_hard_wrap(s, w, run);
+        const char *a = prev;
+        size_t an = prev_len;
+        if (!a && s->prev_line == s->lineno) { /* the line before: read by the full path */
+            a = s->prev;
+            an = s->prev_len;
+        }
+        if (after_cut && an && spans_cut(s, a, an, p, len)) {
+            if (prev) {
+                p = prev;
+                s->lineno--;
+                wrap = prev_wrap;
+                wrap_run = prev_run;
+            }
+            s->wrap_prev = wrap;
+            s->wrap_run = wrap_run;
+            return (size_t)(p - buf);
+        }
+        prev = p;
+        prev_len = len;
+        prev_wrap = wrap;
+        prev_run = wrap_run;
         s->lineno++;
         p = nl + 1;
     }
@@ -720,9 +898,10 @@ static size_t skip_quiet_lines(hbm_explain_scanner *s, const char *buf, size_t n
 void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
 {
     s->rep.bytes += n;
+    const char *stop = NULL; /* the prefilter's stop in buf, found once for all skips */
     while (n > 0) {
         if (s->len == 0 && !s->cutting && s->plen == 0 && !s->want_next) {
-            size_t quiet = skip_quiet_lines(s, buf, n);
+            size_t quiet = skip_quiet_lines(s, buf, n, &stop);
             buf += quiet;
             n -= quiet;
             if (n == 0)
@@ -808,7 +987,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         end_line(s);
     if (s->plen > 0) { /* a partial record never finished: match what there is */
         s->pending[s->plen] = '\0';
-        process_line(s, s->pending, s->plen, s->pending_line);
+        process_line(s, s->pending, s->plen, s->pending_line, false);
         s->plen = 0;
     }
     s->rep.lines = s->lineno;
@@ -837,7 +1016,9 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
     expl_structure_reset(&s->st);
     s->prev_len = 0;
     s->prev_finding = NO_FINDING;
+    s->detail_finding = NO_FINDING;
     s->want_next = false;
+    s->wrap_prev = s->wrap_run = s->wrap_width = 0;
 }
 
 void hbm_explain_scanner_free(hbm_explain_scanner *s)

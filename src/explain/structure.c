@@ -105,7 +105,12 @@ static const engine_mark engine_marks[] = {
     {"Platform plugin ascend is activated", "vllm-ascend"},
     {"sglang", "SGLang"},
     {"server_args=ServerArgs", "SGLang"},
-    {"mindie", "MindIE"},
+    /* MindIE's own words, not any path that holds "mindie" (a user "mindieuser" running
+     * vllm-ascend, vllm-ascend#1736) */
+    {"mindie server", "MindIE"},
+    {"mindie_llm", "MindIE"},
+    {"mindie-service", "MindIE"},
+    {"/mindie/", "MindIE"},
     {"MindIE", "MindIE"},
     {"mindieservice", "MindIE"},
 };

@@ -382,6 +382,82 @@ static void test_other_wordings(void **state)
     }
 }
 
+/* The catalogue's findings of a log in reading order, as "id@line numbers...;" for
+ * comparison (the vendors' code tables read lines as they are, never joined ones). */
+static void findings_text(const char *text, size_t chunk, bool lines, char *out, size_t size)
+{
+    hbm_explain_report rep;
+    scan_text(text, chunk, &rep);
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < rep.nfindings && n < size; i++) {
+        const hbm_explain_finding *f = &rep.findings[i];
+        if ((size_t)(f->sig - hbm_explain_catalog_get(cat, 0)) >= hbm_explain_catalog_size(cat))
+            continue;
+        n += (size_t)snprintf(out + n, size - n, "%s@%llu", f->sig->id,
+                              lines ? (unsigned long long)f->line : 0ULL);
+        for (size_t k = 0; k < f->nnums && n < size; k++)
+            n += (size_t)snprintf(out + n, size - n, " %s=%s", f->nums[k].name, f->nums[k].text);
+        n += n < size ? (size_t)snprintf(out + n, size - n, ";") : 0;
+    }
+    hbm_explain_report_free(&rep);
+}
+
+static char *read_log(const char *path)
+{
+    char *text = NULL;
+    assert_int_equal(hbm_read_file(path, 1 << 20, &text, NULL, NULL), 0);
+    return text;
+}
+
+/* A terminal or a page that wraps at a fixed width cuts every long line at that column, the
+ * only keyword too ("wai|t socket establish timeout"): a real excerpt cut at 80 and at 120
+ * columns gives the findings of the excerpt, with their numbers, read in buffers as line by
+ * line; lines that are naturally of one length (healthy start-ups with runs of such lines)
+ * are not joined into a finding. */
+static void test_hard_wrap(void **state)
+{
+    (void)state;
+    char want[4096], got[4096];
+    char *text = read_log(LOGS "/sig/hccl_link_establish_timeout.log");
+    findings_text(text, strlen(text), false, want, sizeof want);
+    free(text);
+    if (!strstr(want, "hccl_link_establish_timeout@0 rank=12 role=1 timeout=120;"))
+        fail_msg("%s", want);
+    static const char *const cut[] = {LOGS "/sig/hccl_link_establish_timeout.cut80.log",
+                                      LOGS "/sig/hccl_link_establish_timeout.cut120.log"};
+    for (size_t i = 0; i < 2; i++) {
+        text = read_log(cut[i]);
+        for (size_t chunk = 1; chunk <= 4096; chunk *= 4096) {
+            findings_text(text, chunk, false, got, sizeof got);
+            if (strcmp(got, want) != 0)
+                fail_msg("%s (chunks of %zu):\n  %s\nnot\n  %s", cut[i], chunk, got, want);
+        }
+        free(text);
+    }
+    static const char *const healthy[] = {
+        LOGS "/healthy/vllm-0.10.1-tp2-ray-two-nodes.log",
+        LOGS "/healthy/vllm-ascend-2026-09-startup-complete.log",
+        LOGS "/healthy/vllm-ascend-0.11.0rc0-workers-kv.log",
+        LOGS "/healthy/sglang-2025-10-tp8-memory-pool.log"};
+    for (size_t i = 0; i < sizeof healthy / sizeof healthy[0]; i++) {
+        text = read_log(healthy[i]);
+        size_t runs = 0, prev = 0;
+        for (const char *p = text, *nl; (nl = strchr(p, '\n')); p = nl + 1) {
+            size_t n = (size_t)(nl - p);
+            runs += n >= 80 && n == prev && nl[-1] != ' ';
+            prev = n;
+        }
+        assert_true(runs > 0); /* the case this checks is in the log */
+        hbm_explain_report rep;
+        scan_text(text, strlen(text), &rep);
+        if (rep.nfindings || rep.structure.error)
+            fail_msg("%s: %s", healthy[i], rep.nfindings ? rep.findings[0].sig->id : rep.structure.error);
+        hbm_explain_report_free(&rep);
+        free(text);
+    }
+}
+
 static void test_json_contract(void **state)
 {
     (void)state;
@@ -435,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_port_slip_from_the_log),
         cmocka_unit_test(test_other_wordings),
         cmocka_unit_test(test_json_contract),
+        cmocka_unit_test(test_hard_wrap),
         cmocka_unit_test(test_prefilter_reads_as_the_cleaner),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

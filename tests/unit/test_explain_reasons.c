@@ -232,6 +232,73 @@ static void test_sampler_phase_from_caller(void **state)
 }
 
 /* known() is the one function an unknown number does not make unknown. */
+/* A generic CANN code ("E69999: Inner Error!") is explained by what its block's next line
+ * says failed: the top finding carries it, from the code on, without CANN's decoration. */
+static void test_code_detail(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *detail;
+        uint64_t line;
+    } cases[] = {
+        {SIG "cann_family_ex9.log", "op[QuantBatchMatmulV3], this platform only support output "
+                                    "transpose_x1 false and transpose_x2 true, actual [false, false]", 6},
+        {SIG "cann_family_ex9.variant.log", "op[GroupedMatmul], this platform only support weight "
+                                            "format ND, actual [FRACTAL_NZ]", 3},
+        /* after ACL's 500001 (a summary of its own): the E-code's block is the cause */
+        {SIG "cann_family_ex9.soc.log", "[Init][PlatformInfo]init runtime platform info failed, "
+                                        "SocVersion = Ascend910B2", 6},
+        {SIG "cann_family_ex9.soc.variant.log", "[Init][PlatformInfo]init runtime platform info "
+                                                "failed, SocVersion = Ascend910_9392", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hbm_explain_report rep;
+        scan_file(cases[i].file, &rep);
+        assert_true(rep.nfindings > 0);
+        const hbm_explain_finding *f = &rep.findings[0];
+        if (strcmp(f->sig->id, "cann_family_ex9") != 0 || !f->detail ||
+            strcmp(f->detail, cases[i].detail) != 0 || f->detail_line != cases[i].line)
+            fail_msg("%s: top %s, detail '%s' at %llu", cases[i].file, f->sig->id,
+                     f->detail ? f->detail : "(none)", (unsigned long long)f->detail_line);
+        hbm_explain_report_free(&rep);
+    }
+    hbm_explain_report rep;
+    /* An indented line under the code, as in MindSpore's EE9999 block. */
+    scan_file(SIG "cann_driver_oom.log", &rep);
+    assert_string_equal(must(&rep, "cann_ee9999")->detail,
+                        "[driver interface] halMemAlloc failed: device_id=6, size=32212254720, "
+                        "type=2, env_type=3, drvRetCode=6!");
+    hbm_explain_report_free(&rep);
+    /* The code's own line says it (vllm-ascend#4859's form). */
+    scan_text("EZ9999[PID: 3473945] 2025-12-10-10:52:09.632.838 AclNN_Inner_Error(EZ9999):  "
+              "Parse dynamic kernel config fail.\n        TraceBack (most recent call last):\n",
+              &rep);
+    assert_string_equal(must(&rep, "cann_ez9999")->detail, "Parse dynamic kernel config fail.");
+    assert_int_equal(must(&rep, "cann_ez9999")->detail_line, 1);
+    hbm_explain_report_free(&rep);
+    /* A line that neither names the code nor is indented under it is another message, and
+     * four lines of "see below" are all the block may take. */
+    scan_text("EE9999: Inner Error!\nTraceback (most recent call last):\n  File \"a.py\", line 3\n",
+              &rep);
+    assert_null(must(&rep, "cann_ee9999")->detail);
+    hbm_explain_report_free(&rep);
+    scan_text("EE9999: Inner Error!\nEE9999: Inner Error!\nEE9999: Inner Error!\n"
+              "EE9999: Inner Error!\nEE9999: Inner Error!\n        rtMalloc failed\n",
+              &rep);
+    assert_null(must(&rep, "cann_ee9999")->detail);
+    hbm_explain_report_free(&rep);
+    /* A detail line with no keyword and no error word is read all the same. */
+    scan_text("EZ9999: Inner Error!\n        op[Cast], this platform supports only ND\n", &rep);
+    assert_string_equal(must(&rep, "cann_ez9999")->detail, "op[Cast], this platform supports only ND");
+    hbm_explain_report_free(&rep);
+    /* A credential in the detail is redacted like every excerpt. */
+    scan_text("E19999: Inner Error!\n        download failed: https://u:secret@example.com/x\n",
+              &rep);
+    assert_non_null(rep.findings[0].detail);
+    assert_null(strstr(rep.findings[0].detail, "secret"));
+    hbm_explain_report_free(&rep);
+}
+
 static bool no_names(void *ctx, const char *name, double *value, const char **text)
 {
     (void)ctx;
@@ -264,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_own_worker_not_a_holder),
         cmocka_unit_test(test_sampler_phase_from_caller),
         cmocka_unit_test(test_known),
+        cmocka_unit_test(test_code_detail),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -72,6 +72,19 @@ static void test_other_engines(void **state)
     assert_string_equal(rep.structure.engine, "vllm-ascend");
     assert_string_equal(hbm_explain_phase_id(rep.structure.phase), "warm_up");
     hbm_explain_report_free(&rep);
+    /* A path that holds "mindie" is not MindIE (vllm-ascend#1736: user mindieuser); its own
+     * lines are. */
+    static const char *const engines[][2] = {
+        {"  File \"/home/mindieuser/vv/vllm-ascend/vllm_ascend/quantization/w8a8.py\", line 95\n",
+         "vllm-ascend"},
+        {"[2025-09-29 10:42:08.994+08:00] [378828] [baixin] [system] [server] [Start mindie "
+         "server] [success]\n",
+         "MindIE"}};
+    for (size_t i = 0; i < 2; i++) {
+        scan_text(engines[i][0], 64, &rep);
+        assert_string_equal(rep.structure.engine, engines[i][1]);
+        hbm_explain_report_free(&rep);
+    }
     scan_text("[2025-06-12 10:00:00 TP0] Load weight begin. avail mem=78.1 GB\n"
               "server_args=ServerArgs(model_path='m')\n"
               "[2025-06-12 10:00:30 TP0] KV Cache is allocated. #tokens: 1000\n"

@@ -36,6 +36,8 @@ plan_rules plan_rules_for(int ver, bool ascend)
     r.tokens_rule = ver >= 2100 ? 2 : ver >= 901 ? 1 : 0;
     r.typo_models = ver < 2200;
     r.mamba_graph_check = !ascend && ver >= 1900;
+    /* #51726 raised the server's batch on the largest cards (first in 0.28.0) */
+    r.serve_tier_160 = !ascend && ver >= 2800;
     return r;
 }
 

@@ -217,7 +217,11 @@ static plan_flags serving_flags(const hbm_plan_input *in, const plan_ctx *c, boo
     bool large = in->large_device && !ascend && !c->r.v0;
     f.seqs = in->max_num_seqs > 0 ? in->max_num_seqs : large ? 1024 : 256;
     /* get_batch_defaults: the Python LLM class batches more than the server (V1) */
-    int64_t dflt_tokens = in->vllm.llm_class && !c->r.v0 ? (large ? 16384 : 8192) : large ? 8192 : 2048;
+    bool huge = large && c->r.serve_tier_160 && f.total >= 160 * HBM_GIB;
+    int64_t dflt_tokens = in->vllm.llm_class && !c->r.v0 ? (large ? 16384 : 8192)
+                          : huge                         ? 16384
+                          : large                        ? 8192
+                                                         : 2048;
     bool chunked = in->vllm.enable_chunked_prefill != 0;
     if (c->r.v0 && in->vllm.enable_chunked_prefill < 0)
         chunked = f.mml > 32768; /* V0 turned it on for long contexts only */

@@ -68,6 +68,7 @@ typedef struct plan_rules {
     bool nz_embed_copy;   /* 310P: each unquantized vocabulary table also kept in FRACTAL_NZ */
     bool mrv2;            /* Model Runner V2 runs this model (plan_mrv2_rules) */
     bool sampler_sharded; /* the dummy sampler's rows are split over the TP ranks (0.29) */
+    bool serve_tier_160;  /* the server batches 16384 tokens from 160 GiB of memory (0.28) */
 } plan_rules;
 
 /* Effective flags for one evaluation. */

@@ -270,6 +270,17 @@ static void test_version_rules(void **state)
     assert_int_equal(r.max_num_batched_tokens, 2048);
     assert_int_equal(r.max_num_seqs, 256);
     hbm_plan_result_free(&r);
+    /* from 0.28.0 the server batches 16384 tokens on cards of 160 GiB and more */
+    in.large_device = true;
+    in.mem_total_bytes = in.mem_free_bytes = (int64_t)(178.35 * GIB);
+    in.engine_version = "0.28.0";
+    run(&in, &r);
+    assert_int_equal(r.max_num_batched_tokens, 16384);
+    hbm_plan_result_free(&r);
+    in.engine_version = "0.27.1";
+    run(&in, &r);
+    assert_int_equal(r.max_num_batched_tokens, 8192);
+    hbm_plan_result_free(&r);
     /* a bad version string is refused */
     in.engine_version = "latest";
     hbm_err err = {{0}};

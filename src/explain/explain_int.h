@@ -175,6 +175,12 @@ long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
 size_t expl_detail_words(const char *line, size_t len, const char *code, size_t code_len,
                          const char *head, size_t head_len, size_t *start, bool *ends);
 
+/* Puts the findings in reading order (report.c): failures before warnings, by line, and a
+ * summary after the cause printed within HBM_EXPLAIN_SUMMARY_BLOCK lines after it. */
+void expl_order_for_reading(hbm_explain_report *rep);
+/* Notes in the report (report.c) the server's own processes named by a line's prefixes, "(EngineCore_DP0 pid=68) ". */
+void expl_read_prefixes(hbm_explain_report *rep, const char *line, size_t len, uint64_t lineno);
+
 /* The structure reader (structure.c). */
 typedef struct expl_candidate {
     char *text; /* owned */

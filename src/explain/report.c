@@ -1,9 +1,12 @@
-/* The explain report as data: lookups, release, and its JSON. */
+/* The explain report as data: lookups, the reading order, the server's processes named by
+ * line prefixes, release, and its JSON. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "explain_int.h"
+#include "hbm/redact.h"
 #include "hbm/util.h"
 
 /* Log text may hold any bytes; JSON needs UTF-8, so invalid bytes become '?'. */
@@ -280,4 +283,92 @@ json_t *hbm_explain_catalog_json(const hbm_catalog *cat)
         json_array_append_new(a, o);
     }
     return json_pack("{s:o}", "entries", a);
+}
+
+typedef struct reading_key {
+    bool warning;
+    uint64_t at;   /* the line it is read at */
+    bool moved;    /* a summary read after its block */
+    uint64_t line; /* among summaries of one block, the nearer to the cause first */
+    size_t index;
+} reading_key;
+
+static int cmp_reading(const void *a, const void *b)
+{
+    const reading_key *x = a, *y = b;
+    if (x->warning != y->warning)
+        return x->warning ? 1 : -1;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    if (x->moved != y->moved)
+        return x->moved ? 1 : -1;
+    if (x->line != y->line)
+        return (x->line < y->line) != x->moved ? -1 : 1;
+    return x->index < y->index ? -1 : 1;
+}
+
+/* A summary (a wrapper) is read after a cause printed right after it (vLLM logs
+ * "EngineCore failed to start." before the traceback that holds the cause), and a warning
+ * after every failure: the first finding is the one to act on. */
+void expl_order_for_reading(hbm_explain_report *rep)
+{
+    size_t n = rep->nfindings;
+    if (n < 2)
+        return;
+    reading_key *keys = hbm_xcalloc(n, sizeof *keys);
+    hbm_explain_finding *sorted = hbm_xcalloc(n, sizeof *sorted);
+    for (size_t i = 0; i < n; i++) {
+        const hbm_explain_finding *f = &rep->findings[i];
+        reading_key *k = &keys[i];
+        k->warning = strcmp(f->sig->severity, "error") != 0;
+        k->at = k->line = f->line;
+        k->index = i;
+        for (size_t j = 0; f->sig->wrapper && j < n; j++) {
+            uint64_t other = rep->findings[j].line;
+            /* A summary goes after a cause printed with it; one logged before its traceback
+             * also after the other summaries of that traceback. */
+            if (other > k->at && other <= f->line + HBM_EXPLAIN_SUMMARY_BLOCK &&
+                (f->sig->cause_after || !rep->findings[j].sig->wrapper))
+                k->at = other;
+        }
+        k->moved = k->at != f->line;
+    }
+    qsort(keys, n, sizeof *keys, cmp_reading);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = rep->findings[keys[i].index];
+    memcpy(rep->findings, sorted, n * sizeof *sorted);
+    free(sorted);
+    free(keys);
+}
+
+/* The server's own processes, from the prefixes its child processes' lines carry:
+ * "(EngineCore_DP0 pid=68) ", "(APIServer pid=1) (EngineCore_DP0 pid=68) ". */
+void expl_read_prefixes(hbm_explain_report *rep, const char *line, size_t len, uint64_t lineno)
+{
+    size_t p = 0;
+    for (int k = 0; k < 3 && p < len && line[p] == '('; k++) {
+        const char *close = memchr(line + p, ')', len - p < 64 ? len - p : 64);
+        if (!close)
+            return;
+        size_t n = (size_t)(close - (line + p)) - 1;
+        const char *in = line + p + 1, *at = NULL;
+        for (size_t i = 0; i + 5 <= n && !at; i++)
+            if (memcmp(in + i, " pid=", 5) == 0)
+                at = in + i;
+        if (!at || at == in || at + 5 >= close)
+            return;
+        long pid = strtol(at + 5, NULL, 10);
+        if (pid > 0 && pid < INT32_MAX && !hbm_explain_report_proc(rep, pid) &&
+            rep->nprocs < HBM_EXPLAIN_PROCS) {
+            hbm_explain_proc *pr = &rep->procs[rep->nprocs++];
+            pr->pid = (int)pid;
+            char *name = hbm_redact_text(in, (size_t)(at - in)); /* it is printed */
+            snprintf(pr->name, sizeof pr->name, "%s", name);
+            free(name);
+            pr->line = lineno;
+        }
+        p = (size_t)(close - line) + 1;
+        while (p < len && line[p] == ' ')
+            p++;
+    }
 }

@@ -79,184 +79,6 @@ struct hbm_explain_scanner {
     unsigned detail_left; /* lines it may still take */
 };
 
-/* ---- cleaning ---- */
-
-static size_t digits(const char *s, size_t len, size_t at, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (at + i >= len || s[at + i] < '0' || s[at + i] > '9')
-            return 0;
-    return n;
-}
-
-/* Length of an RFC 3339 timestamp with its trailing space at the start of s, else 0:
- * 2024-08-03T02:38:39.123456789Z, 2024-08-03T02:38:39+08:00, "2024-08-03 02:38:39Z". */
-static size_t rfc3339_prefix(const char *s, size_t len)
-{
-    size_t p = 0;
-    if (!digits(s, len, p, 4) || p + 4 >= len || s[p + 4] != '-')
-        return 0;
-    p += 5;
-    if (!digits(s, len, p, 2) || p + 2 >= len || s[p + 2] != '-')
-        return 0;
-    p += 3;
-    if (!digits(s, len, p, 2) || p + 2 >= len || (s[p + 2] != 'T' && s[p + 2] != ' '))
-        return 0;
-    bool has_t = s[p + 2] == 'T';
-    p += 3;
-    for (int k = 0; k < 3; k++) {
-        if (!digits(s, len, p, 2))
-            return 0;
-        p += 2;
-        if (k < 2) {
-            if (p >= len || s[p] != ':')
-                return 0;
-            p++;
-        }
-    }
-    if (p < len && (s[p] == '.' || s[p] == ',') && p + 1 < len && s[p + 1] >= '0' &&
-        s[p + 1] <= '9') {
-        p++;
-        while (p < len && s[p] >= '0' && s[p] <= '9')
-            p++;
-    }
-    bool has_zone = false;
-    if (p < len && s[p] == 'Z') {
-        p++;
-        has_zone = true;
-    } else if (p < len && (s[p] == '+' || s[p] == '-') && digits(s, len, p + 1, 2)) {
-        p += 3;
-        if (p < len && s[p] == ':')
-            p++;
-        if (!digits(s, len, p, 2))
-            return 0;
-        p += 2;
-        has_zone = true;
-    }
-    /* A plain "date time " could be an application's own format; only the container
-     * forms (T separator or a zone) are decoration. */
-    if (!has_t && !has_zone)
-        return 0;
-    if (p >= len || s[p] != ' ')
-        return 0;
-    return p + 1;
-}
-
-/* A docker json-file record, {"log":"text\n","stream":...}: the text, unescaped in place. */
-static size_t json_log_record(char *line, size_t len)
-{
-    static const char head[] = "{\"log\":\"";
-    if (len < sizeof head || memcmp(line, head, sizeof head - 1) != 0)
-        return len;
-    size_t w = 0, r = sizeof head - 1;
-    for (; r < len && line[r] != '"'; r++) {
-        char c = line[r];
-        if (c == '\\' && r + 1 < len) {
-            c = line[++r];
-            c = c == 'n' || c == 't' || c == 'r' ? ' ' : c == 'u' ? '?' : c;
-            if (line[r] == 'u')
-                r += r + 4 < len ? 4 : 0; /* \uHHHH: escaped control or non-ASCII */
-        }
-        line[w++] = c;
-    }
-    while (w > 0 && line[w - 1] == ' ')
-        w--;
-    return w;
-}
-
-/* Length of a syslog or journald prefix, "Aug  3 02:38:39 host unit[123]: ", else 0. */
-static size_t syslog_prefix(const char *s, size_t len)
-{
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    bool month = false;
-    for (size_t m = 0; len > 15 && m < 12 && !month; m++)
-        month = memcmp(s, months + 3 * m, 3) == 0;
-    if (!month || s[3] != ' ' || s[6] != ' ' || s[9] != ':' || s[12] != ':' || s[15] != ' ' ||
-        !digits(s, len, 7, 2) || !digits(s, len, 13, 2))
-        return 0;
-    size_t p = 16;
-    while (p < len && s[p] != ' ' && s[p] != ':') /* the host */
-        p++;
-    size_t tag = ++p;
-    while (p < len && s[p] != ' ' && s[p] != ':')
-        p++;
-    if (p == tag || p + 1 >= len || s[p] != ':' || s[p + 1] != ' ')
-        return 0;
-    return p + 2;
-}
-
-/* Text pasted into an issue or a chat, or shipped by a log collector: quote markers
- * ("> "), Markdown fences, docker's JSON records and a syslog or journald prefix are taken
- * off so they hide no match. (An application's own "date time" prefix stays: it is
- * content, and no pattern is anchored before it.) */
-static size_t unpaste(char *line, size_t len)
-{
-    len = json_log_record(line, len);
-    size_t p = 0;
-    while (p < len && line[p] == '>') { /* "> ", ">> ", "> > " */
-        p++;
-        while (p < len && line[p] == ' ')
-            p++;
-    }
-    if (len - p >= 3 && (memcmp(line + p, "```", 3) == 0 || memcmp(line + p, "~~~", 3) == 0))
-        p = len; /* a fence, with or without its language */
-    size_t d = syslog_prefix(line + p, len - p);
-    p += d;
-    memmove(line, line + p, len - p);
-    return len - p;
-}
-
-size_t hbm_explain_clean_line(char *line, size_t len, bool *partial)
-{
-    *partial = false;
-    size_t w = 0;
-    for (size_t r = 0; r < len; r++) {
-        unsigned char c = (unsigned char)line[r];
-        if (c == 0x1b) { /* ANSI escape: CSI, OSC, or a two-byte sequence */
-            if (r + 1 < len && line[r + 1] == '[') {
-                r += 2;
-                while (r < len && ((unsigned char)line[r] < 0x40 || (unsigned char)line[r] > 0x7e))
-                    r++;
-            } else if (r + 1 < len && line[r + 1] == ']') {
-                r += 2;
-                while (r < len && line[r] != '\a' &&
-                       !(line[r] == 0x1b && r + 1 < len && line[r + 1] == '\\'))
-                    r++;
-                if (r < len && line[r] == 0x1b)
-                    r++;
-            } else {
-                r++;
-            }
-            continue;
-        }
-        if (c == '\r' && r + 1 == len)
-            break; /* CRLF line end */
-        if (c == '\r' || c == '\0')
-            c = ' ';
-        line[w++] = (char)c;
-    }
-    w = unpaste(line, w);
-    size_t skip = rfc3339_prefix(line, w);
-    if (skip) {
-        /* CRI (containerd, CRI-O): "TIME stdout F text"; P marks a partial record. */
-        static const char *const streams[] = {"stdout ", "stderr "};
-        for (size_t i = 0; i < 2; i++) {
-            size_t sl = strlen(streams[i]);
-            if (w - skip >= sl + 2 && memcmp(line + skip, streams[i], sl) == 0 &&
-                (line[skip + sl] == 'F' || line[skip + sl] == 'P') &&
-                (skip + sl + 1 == w || line[skip + sl + 1] == ' ')) {
-                *partial = line[skip + sl] == 'P';
-                skip += sl + 1 + (skip + sl + 1 < w);
-                break;
-            }
-        }
-        memmove(line, line + skip, w - skip);
-        w -= skip;
-    }
-    line[w] = '\0';
-    return w;
-}
-
 /* ---- matching ---- */
 
 typedef struct lookup_ctx {
@@ -642,38 +464,6 @@ static int join_previous(hbm_explain_scanner *s, const char *line, size_t len, b
     return EXPL_LINE_NONE;
 }
 
-/* The server's own processes, from the prefixes its child processes' lines carry:
- * "(EngineCore_DP0 pid=68) ", "(APIServer pid=1) (EngineCore_DP0 pid=68) ". */
-static void read_prefixes(hbm_explain_report *rep, const char *line, size_t len, uint64_t lineno)
-{
-    size_t p = 0;
-    for (int k = 0; k < 3 && p < len && line[p] == '('; k++) {
-        const char *close = memchr(line + p, ')', len - p < 64 ? len - p : 64);
-        if (!close)
-            return;
-        size_t n = (size_t)(close - (line + p)) - 1;
-        const char *in = line + p + 1, *at = NULL;
-        for (size_t i = 0; i + 5 <= n && !at; i++)
-            if (memcmp(in + i, " pid=", 5) == 0)
-                at = in + i;
-        if (!at || at == in || at + 5 >= close)
-            return;
-        long pid = strtol(at + 5, NULL, 10);
-        if (pid > 0 && pid < INT32_MAX && !hbm_explain_report_proc(rep, pid) &&
-            rep->nprocs < HBM_EXPLAIN_PROCS) {
-            hbm_explain_proc *pr = &rep->procs[rep->nprocs++];
-            pr->pid = (int)pid;
-            char *name = hbm_redact_text(in, (size_t)(at - in)); /* it is printed */
-            snprintf(pr->name, sizeof pr->name, "%s", name);
-            free(name);
-            pr->line = lineno;
-        }
-        p = (size_t)(close - line) + 1;
-        while (p < len && line[p] == ' ')
-            p++;
-    }
-}
-
 /* A line's length without its CR, 0 when under WRAP_MIN; *run, the same when it does
  * not end in a blank (a padded line is not a cut one). */
 static size_t cut_width(const char *raw, size_t n, size_t *run)
@@ -752,7 +542,7 @@ static void process_line(hbm_explain_scanner *s, const char *line, size_t len, u
     expl_structure_line(&s->st, &s->rep.structure, line, len, lineno, verdict, s->xhits[2],
                         s->nx[2]);
     if (len && line[0] == '(')
-        read_prefixes(&s->rep, line, len, lineno);
+        expl_read_prefixes(&s->rep, line, len, lineno);
     /* Kept for the next line, which may continue it; a line with a keyword may be the
      * first half of a wrapped message, so the next line is read even where the prefilter
      * sees nothing in it. */
@@ -925,62 +715,6 @@ void hbm_explain_scanner_feed(hbm_explain_scanner *s, const char *buf, size_t n)
     }
 }
 
-typedef struct reading_key {
-    bool warning;
-    uint64_t at;   /* the line it is read at */
-    bool moved;    /* a summary read after its block */
-    uint64_t line; /* among summaries of one block, the nearer to the cause first */
-    size_t index;
-} reading_key;
-
-static int cmp_reading(const void *a, const void *b)
-{
-    const reading_key *x = a, *y = b;
-    if (x->warning != y->warning)
-        return x->warning ? 1 : -1;
-    if (x->at != y->at)
-        return x->at < y->at ? -1 : 1;
-    if (x->moved != y->moved)
-        return x->moved ? 1 : -1;
-    if (x->line != y->line)
-        return (x->line < y->line) != x->moved ? -1 : 1;
-    return x->index < y->index ? -1 : 1;
-}
-
-/* A summary (a wrapper) is read after a cause printed right after it (vLLM logs
- * "EngineCore failed to start." before the traceback that holds the cause), and a warning
- * after every failure: the first finding is the one to act on. */
-static void order_for_reading(hbm_explain_report *rep)
-{
-    size_t n = rep->nfindings;
-    if (n < 2)
-        return;
-    reading_key *keys = hbm_xcalloc(n, sizeof *keys);
-    hbm_explain_finding *sorted = hbm_xcalloc(n, sizeof *sorted);
-    for (size_t i = 0; i < n; i++) {
-        const hbm_explain_finding *f = &rep->findings[i];
-        reading_key *k = &keys[i];
-        k->warning = strcmp(f->sig->severity, "error") != 0;
-        k->at = k->line = f->line;
-        k->index = i;
-        for (size_t j = 0; f->sig->wrapper && j < n; j++) {
-            uint64_t other = rep->findings[j].line;
-            /* A summary goes after a cause printed with it; one logged before its traceback
-             * also after the other summaries of that traceback. */
-            if (other > k->at && other <= f->line + HBM_EXPLAIN_SUMMARY_BLOCK &&
-                (f->sig->cause_after || !rep->findings[j].sig->wrapper))
-                k->at = other;
-        }
-        k->moved = k->at != f->line;
-    }
-    qsort(keys, n, sizeof *keys, cmp_reading);
-    for (size_t i = 0; i < n; i++)
-        sorted[i] = rep->findings[keys[i].index];
-    memcpy(rep->findings, sorted, n * sizeof *sorted);
-    free(sorted);
-    free(keys);
-}
-
 void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
 {
     if (s->len > 0 || s->cutting)
@@ -1003,7 +737,7 @@ void hbm_explain_scanner_finish(hbm_explain_scanner *s, hbm_explain_report *out)
         st->error_kind = "known";
         st->phase = f->phase;
     }
-    order_for_reading(&s->rep);
+    expl_order_for_reading(&s->rep);
     /* Rendered at the end, so templates see facts from anywhere in the log. */
     for (size_t i = 0; i < s->rep.nfindings; i++) {
         hbm_explain_finding *f = &s->rep.findings[i];

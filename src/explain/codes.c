@@ -157,6 +157,7 @@ static int load_codes(tload *tl, hbm_catalog *cat, json_t *t, expl_code_table *c
             continue;
         }
         add_key(ct, str(e, "code"), idx);
+        cat->rt[idx].code = ct->keys[ct->nkeys - 1].key;
         if (str(e, "name"))
             add_key(ct, str(e, "name"), idx);
         json_t *lits = json_object_get(e, "literals"), *l;
@@ -303,16 +304,6 @@ static long family_of(const expl_code_table *ct, const char *code, size_t n)
     return best;
 }
 
-/* An entry's own code: the first key the table gave it. */
-static const char *entry_code(const hbm_catalog *cat, long entry)
-{
-    for (size_t t = 0; t < cat->ntables; t++)
-        for (size_t k = 0; k < cat->tables[t].nkeys; k++)
-            if ((long)cat->tables[t].keys[k].entry == entry)
-                return cat->tables[t].keys[k].key;
-    return "";
-}
-
 long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
                       pcre2_match_data *md, bool *captured, const uint32_t *lits, size_t nlits,
                       const uint32_t *tabs, size_t ntabs, const char **code, size_t *code_len)
@@ -323,7 +314,7 @@ long expl_codes_match(const hbm_catalog *cat, const char *line, size_t len,
         if (first < 0 || (long)lits[i] < first)
             first = (long)lits[i];
     if (first >= 0) {
-        *code = entry_code(cat, first);
+        *code = cat->rt[first].code ? cat->rt[first].code : "";
         *code_len = strlen(*code);
         return first;
     }

@@ -102,6 +102,7 @@ typedef struct expl_rt {
      * say what failed, and the finding carries the first that does (codes.json
      * "detail_after"). */
     bool detail_after;
+    const char *code; /* a code-table entry's code (its table owns it), else NULL */
 } expl_rt;
 
 enum { EXPL_FAILURE, EXPL_FACT, EXPL_BENIGN };
